@@ -1,0 +1,185 @@
+"""Action parsing shared by every env: answer tags, tool tags, tool calls, \\boxed{}.
+
+A model's reply is free text. Every parser here first drops ``<think>...</think>``
+reasoning, never raises, and on failure returns an error message written for
+the model: what was wrong and what a correct reply looks like.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from envgym.core import quote_for_feedback
+
+__all__ = [
+    "Parsed",
+    "ToolCall",
+    "parse_answer",
+    "parse_boxed",
+    "parse_tag",
+    "parse_tool_calls",
+    "split_moves",
+    "strip_think",
+]
+
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL | re.IGNORECASE)
+_TAG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """The result of parsing a reply: a value, or an error the model can act on."""
+
+    value: str | None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One Hermes/Qwen-style tool call."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+def strip_think(text: str) -> str:
+    """Remove reasoning: closed ``<think>`` blocks, text before a lone ``</think>``
+    (chat templates that open the block in the prompt), and an unclosed ``<think>``
+    to the end (a reply cut off mid-thought)."""
+    lowered = text.lower()
+    if "think>" not in lowered:
+        return text
+    text = _THINK_BLOCK.sub("", text)
+    lowered = text.lower()
+    close = lowered.rfind("</think>")
+    if close != -1:
+        text = text[close + len("</think>") :]
+        lowered = lowered[close + len("</think>") :]
+    open_ = lowered.find("<think>")
+    if open_ != -1:
+        text = text[:open_]
+    return text
+
+
+def parse_tag(text: str, tag: str, *, example: str = "...") -> Parsed:
+    """Content of the last complete ``<tag>...</tag>`` outside reasoning.
+
+    With nested tags (``<answer><answer>x</answer></answer>``) the innermost
+    last pair wins, so stray outer tags do not leak into the value.
+    """
+    if not _TAG_NAME.match(tag):
+        raise ValueError(f"tag name {tag!r} is not a valid XML-style name")
+    body = strip_think(text)
+    lowered = body.lower()
+    close_tag, open_tag = f"</{tag.lower()}>", f"<{tag.lower()}>"
+    end = lowered.rfind(close_tag)
+    start = lowered.rfind(open_tag, 0, end) if end != -1 else -1
+    if start == -1:
+        hint = f"<{tag}>{example}</{tag}>"
+        if open_tag in lowered:
+            return Parsed(None, f"Your <{tag}> tag is not closed. Write {hint}.")
+        return Parsed(None, f"No <{tag}>...</{tag}> found in your reply. Write {hint}.")
+    return Parsed(body[start + len(open_tag) : end].strip())
+
+
+def parse_answer(text: str, *, example: str = "...") -> Parsed:
+    """The final answer: ``<answer>...</answer>``, else the last ``\\boxed{...}``."""
+    tagged = parse_tag(text, "answer", example=example)
+    if tagged.ok:
+        return tagged
+    boxed = parse_boxed(text)
+    if boxed.ok:
+        return boxed
+    return tagged
+
+
+def parse_boxed(text: str) -> Parsed:
+    """Content of the last ``\\boxed{...}``, with balanced inner braces."""
+    body = strip_think(text)
+    start = body.rfind("\\boxed{")
+    if start == -1:
+        return Parsed(None, "No \\boxed{...} found in your reply. Put the answer in \\boxed{...}.")
+    depth, i = 0, start + len("\\boxed")
+    for j in range(i, len(body)):
+        ch = body[j]
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return Parsed(body[i + 1 : j].strip())
+    return Parsed(None, "Your \\boxed{ has no closing brace. Write \\boxed{answer}.")
+
+
+def parse_tool_calls(text: str) -> tuple[list[ToolCall], str | None]:
+    """Every ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` in order.
+
+    Returns the calls that parsed and an error message for the first one that
+    did not (or None). ``arguments`` may also be a JSON-encoded string, as some
+    chat templates emit.
+    """
+    body = strip_think(text)
+    calls: list[ToolCall] = []
+    error: str | None = None
+    for match in _TOOL_CALL.finditer(body):
+        call, problem = _tool_call_from_json(match.group(1))
+        if call is not None:
+            calls.append(call)
+        elif error is None:
+            error = problem
+    if not calls and error is None:
+        if "<tool_call>" in body.lower():
+            error = "Your <tool_call> tag is not closed. End it with </tool_call>."
+        else:
+            error = (
+                'No <tool_call>...</tool_call> found. Write <tool_call>{"name": "TOOL", '
+                '"arguments": {...}}</tool_call>.'
+            )
+    return calls, error
+
+
+def _tool_call_from_json(raw: str) -> tuple[ToolCall | None, str | None]:
+    shape = 'Use {"name": "TOOL", "arguments": {...}}.'
+    try:
+        payload = json.loads(raw.strip())
+    except (json.JSONDecodeError, RecursionError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        return None, f"The tool call is not valid JSON ({reason}). {shape}"
+    if not isinstance(payload, dict) or not isinstance(payload.get("name"), str):
+        return None, f'The tool call needs a string "name". {shape}'
+    arguments = payload.get("arguments", payload.get("parameters", {}))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            return None, f'The tool call\'s "arguments" string is not JSON. {shape}'
+    if not isinstance(arguments, dict):
+        return None, f'The tool call\'s "arguments" must be a JSON object. {shape}'
+    return ToolCall(payload["name"], arguments), None
+
+
+def split_moves(answer: str, vocabulary: dict[str, str]) -> tuple[list[str], str | None]:
+    """Split ``"Up || Left"`` (or commas/newlines) into canonical move names.
+
+    `vocabulary` maps lower-case spellings to canonical names. Returns the moves
+    and None, or an empty list and an error naming the first unknown move.
+    """
+    parts = [p.strip() for p in re.split(r"\|\||,|\n|;", answer)]
+    parts = [p for p in parts if p]
+    if not parts:
+        return [], "Your answer is empty."
+    moves = []
+    for part in parts:
+        canonical = vocabulary.get(part.lower())
+        if canonical is None:
+            return [], f"Unknown move {quote_for_feedback(part, limit=30)}."
+        moves.append(canonical)
+    return moves, None

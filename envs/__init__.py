@@ -1,0 +1,1 @@
+"""Environment families, installed as ``envgym.envs`` (one package per family)."""

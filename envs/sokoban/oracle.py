@@ -1,0 +1,69 @@
+"""The Sokoban oracle: reads the board from the observation and plays an optimal solution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envgym.envs.sokoban.level import parse_board, render_board, solve
+
+__all__ = ["SokobanOracle", "board_from_observation"]
+
+_BOARD_CHARS = frozenset("#_.$*@+")
+
+
+def board_from_observation(observation: str) -> str:
+    """The board rows of a Sokoban observation (the lines made only of board symbols)."""
+    rows = [line for line in observation.split("\n") if line and set(line) <= _BOARD_CHARS]
+    return "\n".join(rows)
+
+
+class SokobanOracle:
+    """Solves each position it sees with the optimal A* solver and sends the moves,
+    as many per turn as the env allows. It re-plans whenever the board is not the
+    one its plan expected, so it also recovers from positions it did not choose."""
+
+    name = "oracle"
+
+    def __init__(self, env: Any = None, max_actions_per_turn: int | None = None) -> None:
+        if max_actions_per_turn is None:
+            max_actions_per_turn = getattr(env, "max_actions_per_turn", 1)
+        self.max_actions_per_turn = max_actions_per_turn
+        self._plan: list[str] = []
+        self._expected_board: str | None = None
+
+    def reset(self) -> None:
+        self._plan = []
+        self._expected_board = None
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        board = board_from_observation(observation)
+        if board != self._expected_board or not self._plan:
+            height, width, floor, targets, boxes, player = parse_board(board)
+            solution = solve(width, floor, targets, boxes, player)
+            if solution is None:
+                self._plan = []
+                return "<answer>Up</answer>"  # a dead position: nothing can help
+            self._plan = solution[0]
+        chunk = self._plan[: self.max_actions_per_turn]
+        self._plan = self._plan[len(chunk) :]
+        self._expected_board = _board_after(board, chunk)
+        return "<answer>" + " || ".join(chunk) + "</answer>"
+
+
+def _board_after(board: str, moves: list[str]) -> str:
+    """The board after `moves` (to notice when the game went differently)."""
+    height, width, floor, targets, boxes, player = parse_board(board)
+    offsets = {"Up": -width, "Down": width, "Left": -1, "Right": 1}
+    box_set = set(boxes)
+    for name in moves:
+        d = offsets[name]
+        nxt = player + d
+        if not floor[nxt]:
+            continue
+        if nxt in box_set:
+            if not floor[nxt + d] or nxt + d in box_set:
+                continue
+            box_set.remove(nxt)
+            box_set.add(nxt + d)
+        player = nxt
+    return render_board(height, width, floor, targets, box_set, player)

@@ -1,0 +1,1 @@
+"""The leaderboard server and replay verifier, installed as ``envgym.leaderboard``."""

@@ -1,0 +1,25 @@
+"""Package layout that pyproject.toml cannot express on its own.
+
+envs/, trainers/ and leaderboard/ are top-level folders in the repo but must
+install only as envgym.envs, envgym.trainers and envgym.leaderboard: PyPI has
+unrelated top-level packages named envs, trainers and leaderboard.
+"""
+
+from setuptools import find_packages, setup
+
+MAPPED_FOLDERS = {
+    "envgym.envs": "envs",
+    "envgym.trainers": "trainers",
+    "envgym.leaderboard": "leaderboard",
+}
+
+
+def _mapped_packages(prefix: str, folder: str) -> list[str]:
+    return [prefix] + [f"{prefix}.{name}" for name in find_packages(folder)]
+
+
+packages = find_packages(include=["envgym", "envgym.*"])
+for prefix, folder in MAPPED_FOLDERS.items():
+    packages += _mapped_packages(prefix, folder)
+
+setup(packages=packages, package_dir={"envgym": "envgym", **MAPPED_FOLDERS})

@@ -1,0 +1,1 @@
+"""Reference trainers, installed as ``envgym.trainers``."""
