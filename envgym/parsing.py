@@ -87,6 +87,7 @@ def parse_tag(text: str, tag: str, *, example: str = "...") -> Parsed:
         if open_tag in lowered:
             return Parsed(None, f"Your <{tag}> tag is not closed. Write {hint}.")
         return Parsed(None, f"No <{tag}>...</{tag}> found in your reply. Write {hint}.")
+    end = lowered.find(close_tag, start)  # the pair's own close, inside any outer pair
     return Parsed(body[start + len(open_tag) : end].strip())
 
 

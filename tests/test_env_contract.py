@@ -1,0 +1,235 @@
+"""The single-agent contract of DESIGN.md, checked on every registered envgym id."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import envgym
+from envgym.core import INFO_KEYS
+
+ENV_IDS = [spec.id for spec in envgym.list_envs()]
+ID_AND_DIFFICULTY = [
+    (spec.id, level) for spec in envgym.list_envs() for level in spec.difficulties
+]
+
+
+def test_every_spec_is_registered_with_gymnasium():
+    assert ENV_IDS, "no envgym ids registered"
+    for env_id in ENV_IDS:
+        assert env_id in gym.registry
+        assert env_id.startswith("envgym/")
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_gymnasium_checker_passes_unwrapped(env_id):
+    env = gym.make(env_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env.unwrapped)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_gymnasium_checker_passes_through_make(env_id):
+    env = gym.make(env_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # The checker always notes that a made env is wrapped; nothing else may warn.
+        warnings.filterwarnings("ignore", message=".*is different from the unwrapped version.*")
+        check_env(env)
+
+
+def _first_observations(env_id: str, difficulty: str, seeds: list[int]) -> list[str]:
+    env = gym.make(env_id, difficulty=difficulty)
+    return [env.reset(seed=s)[0] for s in seeds]
+
+
+@pytest.mark.parametrize("env_id,difficulty", ID_AND_DIFFICULTY)
+def test_same_seed_same_first_observation_in_another_process(env_id, difficulty):
+    seeds = [0, 1, 12345]
+    script = (
+        "import json, sys, gymnasium as gym, envgym\n"
+        f"env = gym.make({env_id!r}, difficulty={difficulty!r})\n"
+        f"print(json.dumps([env.reset(seed=s)[0] for s in {seeds!r}]))\n"
+    )
+    # A different hash seed catches any dependence on set or dict ordering of strings.
+    child_env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=child_env, check=True
+    )
+    theirs = json.loads(out.stdout)
+    ours = _first_observations(env_id, difficulty, seeds)
+    assert ours == theirs
+    assert len(set(ours)) == len(seeds), "different seeds should give different tasks"
+
+
+def _adversarial_actions(rng: np.random.Generator, admissible: list[str]) -> list[object]:
+    """Replies a broken or hostile model (or caller) could send."""
+    good = admissible[int(rng.integers(len(admissible)))] if admissible else "x"
+    junk = bytes(rng.integers(0, 256, size=int(rng.integers(1, 64)), dtype=np.uint8))
+    return [
+        "",
+        " ",
+        f"<answer>{good}</answer>",
+        f"<answer>{good} || {good} || {good}</answer>",
+        "<answer>" + " || ".join([good] * 500) + "</answer>",
+        "x" * 200_000,
+        "<answer>" * 1000,
+        "</answer>" * 1000 + "<answer>",
+        f"<answer><answer>{good}</answer></answer>",
+        f"<answer><think>{good}</think></answer>",
+        f"<think>{good}",
+        f"</think><answer>{good}</answer>",
+        "\\boxed{" * 300,
+        f"\\boxed{{{good}}}",
+        "<answer>上 || ←</answer>",
+        "🙂" * 50,
+        "<answer>\x00\x01\x02</answer>",
+        "\ud800",  # a lone surrogate
+        junk,
+        junk.decode("latin-1"),
+        None,
+        12345,
+        3.5,
+        ["Up"],
+        {"action": good},
+        '<tool_call>{"name": "move", "arguments": {"direction": "Up"}}</tool_call>',
+        '<tool_call>{"name": ' * 200,
+        "[" * 5000,
+        f"<answer>{good}",
+        f"{good}</answer>",
+        f"<ANSWER>{good.upper()}</ANSWER>",
+        f"<answer>   {good.lower()}   </answer>",
+        "<answer>" + "||" * 100 + "</answer>",
+        "<answer>Up; Down, Left\nRight</answer>",
+    ]
+
+
+@pytest.mark.parametrize("env_id,difficulty", ID_AND_DIFFICULTY)
+def test_ten_thousand_random_and_adversarial_actions_never_raise(env_id, difficulty):
+    env = gym.make(env_id, difficulty=difficulty)
+    rng = np.random.default_rng(0)
+    obs, info = env.reset(seed=0)
+    steps = episodes = invalid = 0
+    while steps < 10_000:
+        candidates = _adversarial_actions(rng, info.get("admissible_actions") or [])
+        if rng.random() < 0.5:
+            action = candidates[int(rng.integers(len(candidates)))]
+        else:
+            action = env.action_space.sample()
+        obs, reward, terminated, truncated, info = env.step(action)
+        steps += 1
+        assert isinstance(obs, str) and obs in env.observation_space
+        assert isinstance(reward, float) and np.isfinite(reward)
+        assert reward == pytest.approx(sum(info["reward_components"].values()))
+        invalid += not info["action_valid"]
+        if terminated or truncated:
+            episodes += 1
+            obs, info = env.reset(seed=int(rng.integers(1_000_000)))
+    assert invalid > 1000, "the fuzz should hit the invalid-action path often"
+    assert episodes > 10
+
+
+@pytest.mark.parametrize("env_id,difficulty", ID_AND_DIFFICULTY)
+def test_info_keys_follow_the_shared_contract(env_id, difficulty):
+    env = gym.make(env_id, difficulty=difficulty)
+    obs, info = env.reset(seed=3)
+    assert set(info) <= set(INFO_KEYS), f"unknown info keys {set(info) - set(INFO_KEYS)}"
+    for key in ("task_id", "turn", "action_valid", "success", "reward_components", "state_key"):
+        assert key in info
+    assert info["turn"] == 0 and info["success"] is False
+    assert isinstance(info["system_prompt"], str) and info["system_prompt"]
+    hash(info["state_key"])
+    actions = info["admissible_actions"]
+    obs, reward, terminated, truncated, info = env.step(f"<answer>{actions[0]}</answer>")
+    assert info["turn"] == 1 and info["action_valid"] is True
+    obs, reward, terminated, truncated, info = env.step("no tags here")
+    assert info["action_valid"] is False
+    assert "answer" in obs.lower(), "feedback should say how to write a valid reply"
+
+
+@pytest.mark.parametrize("env_id,difficulty", ID_AND_DIFFICULTY)
+def test_restore_of_snapshot_replays_identically(env_id, difficulty):
+    env = gym.make(env_id, difficulty=difficulty)
+    rng = np.random.default_rng(7)
+    obs, info = env.reset(seed=11)
+
+    def random_reply(info):
+        acts = info["admissible_actions"]
+        return f"<answer>{acts[int(rng.integers(len(acts)))]}</answer>"
+
+    for _ in range(3):
+        obs, _, terminated, truncated, info = env.step(random_reply(info))
+        if terminated or truncated:
+            obs, info = env.reset(seed=12)
+    snap = env.unwrapped.snapshot()
+    saved_info = info
+    replies = [random_reply(info) for _ in range(12)]
+
+    def play(target_env):
+        out = []
+        for reply in replies:
+            step = target_env.step(reply)
+            out.append(step)
+            if step[2] or step[3]:
+                break
+        return out
+
+    original = play(env)
+    env.unwrapped.restore(snap)
+    assert play(env) == original
+    # The snapshot survives pickling and restores into a fresh instance.
+    fresh = gym.make(env_id, difficulty=difficulty)
+    fresh.reset(seed=999)
+    fresh.unwrapped.restore(pickle.loads(pickle.dumps(snap)))
+    assert play(fresh) == original
+    assert saved_info["state_key"] != "" and original
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_step_after_the_end_asks_for_reset(env_id):
+    env = gym.make(env_id, max_turns=1)
+    env.reset(seed=0)
+    env.step("nonsense")
+    with pytest.raises(gym.error.ResetNeeded, match="reset"):
+        env.unwrapped.step("nonsense")
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_unknown_difficulty_is_a_clear_error(env_id):
+    with pytest.raises(ValueError, match="choose one of"):
+        gym.make(env_id, difficulty="impossible")
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_manual_documents_every_section(env_id):
+    env = gym.make(env_id)
+    doc = type(env.unwrapped).__doc__ or ""
+    for section in (
+        "Description",
+        "Action Space",
+        "Observation Space",
+        "Starting State",
+        "Rewards",
+        "Episode End",
+        "Arguments",
+        "Version History",
+    ):
+        assert section in doc, f"{env_id} manual lacks {section}"
+
+
+def test_list_envs_filters_by_tag():
+    puzzles = envgym.list_envs(tag="puzzle")
+    assert {s.id for s in puzzles} >= {"envgym/Sokoban-v0", "envgym/FrozenLake-v0"}
+    assert envgym.list_envs(tag="no-such-tag") == []
+    with pytest.raises(KeyError, match="Did you mean envgym/Sokoban-v0"):
+        envgym.get_spec("envgym/Sokoban-v1")
