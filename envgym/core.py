@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -85,6 +85,7 @@ class Turn:
     """What an env's `_act` hook reports for one step.
 
     `reward_components` must sum to the step's reward; the base class adds them.
+    It goes into `info` as is, so `_act` must build a new dict every step.
     """
 
     observation: str
@@ -92,7 +93,7 @@ class Turn:
     terminated: bool = False
     success: bool = False
     action_valid: bool = True
-    extra_info: dict[str, Any] = field(default_factory=dict)
+    extra_info: dict[str, Any] | None = None
 
 
 class TextEnv(gym.Env[str, str]):
@@ -286,7 +287,7 @@ class TextEnv(gym.Env[str, str]):
             "turn": self.turn,
             "action_valid": action_valid,
             "success": self._success,
-            "reward_components": dict(reward_components),
+            "reward_components": reward_components,
         }
         info.update(self._task_info())
         return info

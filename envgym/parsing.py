@@ -28,6 +28,9 @@ __all__ = [
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL | re.IGNORECASE)
 _TAG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+# Lower-case ASCII only: str.lower() can change a string's length ("İ" becomes two
+# characters), and positions found in the lowered text must index the original.
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 @dataclass(frozen=True)
@@ -54,11 +57,10 @@ def strip_think(text: str) -> str:
     """Remove reasoning: closed ``<think>`` blocks, text before a lone ``</think>``
     (chat templates that open the block in the prompt), and an unclosed ``<think>``
     to the end (a reply cut off mid-thought)."""
-    lowered = text.lower()
-    if "think>" not in lowered:
+    if "hink>" not in text and "hink>" not in text.translate(_ASCII_LOWER):
         return text
     text = _THINK_BLOCK.sub("", text)
-    lowered = text.lower()
+    lowered = text.translate(_ASCII_LOWER)
     close = lowered.rfind("</think>")
     if close != -1:
         text = text[close + len("</think>") :]
@@ -78,8 +80,9 @@ def parse_tag(text: str, tag: str, *, example: str = "...") -> Parsed:
     if not _TAG_NAME.match(tag):
         raise ValueError(f"tag name {tag!r} is not a valid XML-style name")
     body = strip_think(text)
-    lowered = body.lower()
     close_tag, open_tag = f"</{tag.lower()}>", f"<{tag.lower()}>"
+    # Most replies spell the tag in lower case: search the text itself first.
+    lowered = body if close_tag in body and open_tag in body else body.translate(_ASCII_LOWER)
     end = lowered.rfind(close_tag)
     start = lowered.rfind(open_tag, 0, end) if end != -1 else -1
     if start == -1:
@@ -173,7 +176,10 @@ def split_moves(answer: str, vocabulary: dict[str, str]) -> tuple[list[str], str
     `vocabulary` maps lower-case spellings to canonical names. Returns the moves
     and None, or an empty list and an error naming the first unknown move.
     """
-    parts = [p.strip() for p in re.split(r"\|\||,|\n|;", answer)]
+    if "," in answer or ";" in answer or "\n" in answer:
+        parts = [p.strip() for p in re.split(r"\|\||,|\n|;", answer)]
+    else:  # the common case, without the regex engine
+        parts = [p.strip() for p in answer.split("||")]
     parts = [p for p in parts if p]
     if not parts:
         return [], "Your answer is empty."

@@ -18,9 +18,7 @@ import envgym
 from envgym.core import INFO_KEYS
 
 ENV_IDS = [spec.id for spec in envgym.list_envs()]
-ID_AND_DIFFICULTY = [
-    (spec.id, level) for spec in envgym.list_envs() for level in spec.difficulties
-]
+ID_AND_DIFFICULTY = [(spec.id, level) for spec in envgym.list_envs() for level in spec.difficulties]
 
 
 def test_every_spec_is_registered_with_gymnasium():

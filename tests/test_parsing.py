@@ -36,6 +36,13 @@ def test_answer_tag_takes_the_last_innermost_pair_outside_reasoning():
     assert parse_answer("<Answer>  Up \n</Answer>").value == "Up"
 
 
+def test_case_changing_unicode_does_not_shift_the_answer():
+    # "İ".lower() is two characters long; the answer must still be cut out exactly.
+    assert parse_answer("İİİ <ANSWER>Up</Answer>").value == "Up"
+    assert parse_answer("<think>İİ</think>İ<answer>Left</answer>").value == "Left"
+    assert strip_think("İİ<THINK>x</THINK>y") == "İİy"
+
+
 def test_answer_falls_back_to_boxed():
     assert parse_answer("so \\boxed{\\frac{1}{2}}").value == "\\frac{1}{2}"
 

@@ -174,10 +174,7 @@ def generate_level(
             picks = rng.choice(len(cells), size=num_boxes + 1, replace=False).tolist()
             targets = [cells[i] for i in picks[:num_boxes]]
             target_set = frozenset(targets)
-            tables = _box_distances(width, floor, target_set)
-            nearest = [
-                min((t[c] for t in tables if t[c] >= 0), default=0) for c in range(len(floor))
-            ]
+            nearest = _nearest_target_pushes(width, floor, targets)
             start = _reverse_play(
                 rng, width, floor, targets, nearest, cells[picks[-1]], steps=3 * inner + 20
             )
@@ -209,6 +206,22 @@ def generate_level(
 
 
 # --------------------------------------------------------------------- solver
+def _nearest_target_pushes(width: int, floor: bytes, targets) -> list[int]:
+    """Fewest pushes from each cell to the nearest target (0 where none reaches)."""
+    offsets = (-width, width, -1, 1)
+    dist = [-1] * len(floor)
+    queue = list(targets)
+    for t in queue:
+        dist[t] = 0
+    for x in queue:
+        for d in offsets:
+            y = x - d
+            if floor[y] and dist[y] < 0 and floor[y - d]:
+                dist[y] = dist[x] + 1
+                queue.append(y)
+    return [max(v, 0) for v in dist]
+
+
 def _box_distances(width: int, floor: bytes, targets: frozenset[int]) -> list[list[int]]:
     """For each target, the fewest pushes that bring a box from each cell to it
     (ignoring other boxes); -1 where it cannot get there."""

@@ -7,16 +7,16 @@ import re
 from typing import Any, ClassVar
 
 import numpy as np
-from envgym.envs.sokoban.level import MOVE_NAMES, Level, generate_level, parse_board, solve
 
 from envgym.core import TextEnv, Turn
+from envgym.envs.sokoban.level import MOVE_NAMES, Level, generate_level, parse_board, solve
 from envgym.parsing import parse_answer, split_moves
 
 __all__ = ["SokobanEnv", "DIFFICULTY_PRESETS"]
 
 #: difficulty -> (room height, room width, boxes, minimum pushes, max turns)
 DIFFICULTY_PRESETS: dict[str, tuple[int, int, int, int, int]] = {
-    "easy": (6, 6, 1, 3, 20),  # RAGEN's default level
+    "easy": (6, 6, 1, 2, 20),  # RAGEN's default level
     "medium": (6, 6, 2, 4, 30),  # GEM's Sokoban-v0-easy room
     "hard": (8, 8, 4, 5, 50),  # GEM's Sokoban-v0-hard room
 }
@@ -30,6 +30,8 @@ BOX_ON_TARGET = 1.0
 BOX_OFF_TARGET = -1.0
 SOLVED_BONUS = 10.0
 FORMAT_PENALTY = -0.1
+# Rounded once here: -0.1 * 3 is -0.30000000000000004 in floating point.
+_STEP_REWARDS = tuple(round(STEP_PENALTY * n, 6) for n in range(51))
 
 
 class SokobanEnv(TextEnv):
@@ -86,7 +88,7 @@ class SokobanEnv(TextEnv):
     boxes, 30 turns) or ``hard`` (8x8, 4 boxes, 50 turns). Sizes include the
     outer wall. ``size`` (int or (height, width), 5 to 16), ``num_boxes`` (1 to
     6) and ``min_pushes`` override the level's preset. ``max_turns`` and
-    ``max_actions_per_turn`` (default 5) bound the episode.
+    ``max_actions_per_turn`` (1 to 50, default 5) bound the episode.
     ``reset(options={"task_id": ...})`` replays a level by its id,
     ``options={"board": "..."}`` plays a board given as text in the symbols
     above, ``options={"difficulty": ...}`` changes the level for this and later
@@ -112,6 +114,7 @@ class SokobanEnv(TextEnv):
         "_player",
         "_cells",
         "_boxes_on_target",
+        "_board_text",
     )
 
     def __init__(
@@ -131,9 +134,10 @@ class SokobanEnv(TextEnv):
             raise ValueError(f"num_boxes must be an integer from 1 to 6, got {num_boxes!r}")
         if min_pushes is not None and (not isinstance(min_pushes, int) or min_pushes < 1):
             raise ValueError(f"min_pushes must be a positive integer, got {min_pushes!r}")
-        if not isinstance(max_actions_per_turn, int) or max_actions_per_turn < 1:
+        if not isinstance(max_actions_per_turn, int) or not 1 <= max_actions_per_turn <= 50:
             raise ValueError(
-                f"max_actions_per_turn must be a positive integer, got {max_actions_per_turn!r}"
+                f"max_actions_per_turn must be an integer from 1 to 50, "
+                f"got {max_actions_per_turn!r}"
             )
         self._num_boxes_arg = num_boxes
         self._min_pushes_arg = min_pushes
@@ -178,7 +182,7 @@ class SokobanEnv(TextEnv):
             )
             task_id = f"{height}x{width}-b{boxes}-p{pushes}-{level_seed}"
         self._load(level)
-        board = self._board()
+        board = self._board_text = self._board()
         self.task_id = (
             task_id or "board-" + hashlib.blake2b(board.encode(), digest_size=8).hexdigest()
         )
@@ -225,7 +229,7 @@ class SokobanEnv(TextEnv):
                 observation=(
                     f"Invalid reply: {error} Moves are Up, Down, Left, Right.\n"
                     f"Boxes on targets: {self._boxes_on_target}/{len(self._boxes)}\n"
-                    f"{self._board()}"
+                    f"{self._board_text}"
                 ),
                 reward_components={"format": FORMAT_PENALTY},
                 action_valid=False,
@@ -276,13 +280,13 @@ class SokobanEnv(TextEnv):
             )
         if solved:
             feedback += " Solved: every box is on a target!"
+        board = self._board_text = cells[:-1].decode("ascii")
         return Turn(
             observation=(
-                f"{feedback}\nBoxes on targets: {self._boxes_on_target}/{len(boxes)}\n"
-                f"{self._board()}"
+                f"{feedback}\nBoxes on targets: {self._boxes_on_target}/{len(boxes)}\n{board}"
             ),
             reward_components={
-                "step": round(STEP_PENALTY * made, 6),
+                "step": _STEP_REWARDS[made],
                 "box_on_target": BOX_ON_TARGET * on,
                 "box_off_target": BOX_OFF_TARGET * off if off else 0.0,
                 "solved": SOLVED_BONUS if solved else 0.0,
@@ -294,7 +298,7 @@ class SokobanEnv(TextEnv):
     def _task_info(self) -> dict[str, Any]:
         level = self._level
         return {
-            "state_key": self._board(),
+            "state_key": self._board_text,
             "admissible_actions": ["Up", "Down", "Left", "Right"],
             "privileged": {
                 "optimal_moves": level.optimal_moves,

@@ -1,0 +1,130 @@
+"""Steps per second and reset latency for every envgym id.
+
+Each env is measured unwrapped and through `gym.make` (the wrappers a user
+gets), with single-move replies chosen at random from the admissible actions
+and drawn before timing. Gymnasium's own FrozenLake-v1, an integer-action toy
+env, is measured in the same run as the baseline, so the ratios hold on a
+noisy machine.
+
+    python benchmarks/env_throughput.py            # every id, every difficulty
+    python benchmarks/env_throughput.py --quick    # fewer samples
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+
+import gymnasium as gym
+import numpy as np
+
+import envgym
+
+
+def measure_steps(env: gym.Env, replies: list, seed: int = 0) -> float:
+    """Steps per second, counting only time spent inside step()."""
+    env.reset(seed=seed)
+    busy = 0.0
+    clock = time.perf_counter
+    for reply in replies:
+        start = clock()
+        _, _, terminated, truncated, _ = env.step(reply)
+        busy += clock() - start
+        if terminated or truncated:
+            env.reset()
+    return len(replies) / busy
+
+
+def measure_resets(env: gym.Env, count: int) -> list[float]:
+    """Reset latencies in milliseconds, each with a new seed."""
+    times = []
+    clock = time.perf_counter
+    for seed in range(count):
+        start = clock()
+        env.reset(seed=seed)
+        times.append((clock() - start) * 1000)
+    return times
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=100_000, help="steps per measurement")
+    parser.add_argument("--resets", type=int, default=1000, help="resets per difficulty")
+    parser.add_argument("--quick", action="store_true", help="20k steps, 200 resets")
+    parser.add_argument("--json", help="also write the numbers to this file")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.steps, args.resets = 20_000, 200
+
+    rng = np.random.default_rng(0)
+    rows = []
+
+    baseline = gym.make("FrozenLake-v1", is_slippery=False)
+    base_steps = measure_steps(baseline, rng.integers(0, 4, size=args.steps).tolist())
+    base_reset = statistics.median(measure_resets(baseline, args.resets))
+    rows.append(("gymnasium FrozenLake-v1 (baseline)", "-", base_steps, None, base_reset, None))
+
+    for spec in envgym.list_envs():
+        for level in spec.difficulties:
+            env = gym.make(spec.id, difficulty=level, max_turns=10**9)
+            _, info = env.reset(seed=0)
+            moves = info["admissible_actions"]
+            replies = [
+                f"<answer>{moves[i]}</answer>" for i in rng.integers(0, len(moves), args.steps)
+            ]
+            unwrapped = measure_steps(env.unwrapped, replies)
+            wrapped = measure_steps(env, replies)
+            resets = measure_resets(env, args.resets)
+            rows.append(
+                (
+                    spec.id,
+                    level,
+                    unwrapped,
+                    wrapped,
+                    percentile(resets, 50),
+                    percentile(resets, 99),
+                )
+            )
+
+    print(f"envgym {envgym.__version__}, Python {platform.python_version()}, {platform.machine()}")
+    print(f"{args.steps} steps and {args.resets} resets per row; ratios against FrozenLake-v1\n")
+    header = (
+        f"{'env':36} {'level':7} {'steps/s':>10} {'via make':>10} {'x base':>7} "
+        f"{'reset p50':>10} {'reset p99':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    records = []
+    for env_id, level, steps, wrapped, p50, p99 in rows:
+        ratio = steps / base_steps
+        print(
+            f"{env_id:36} {level:7} {steps:>10,.0f} "
+            f"{'-' if wrapped is None else f'{wrapped:,.0f}':>10} {ratio:>6.2f}x "
+            f"{p50:>8.3f}ms {'-' if p99 is None else f'{p99:.3f}ms':>10}"
+        )
+        records.append(
+            {
+                "env": env_id,
+                "difficulty": level,
+                "steps_per_s": steps,
+                "steps_per_s_via_make": wrapped,
+                "ratio_vs_frozenlake_v1": ratio,
+                "reset_p50_ms": p50,
+                "reset_p99_ms": p99,
+            }
+        )
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(records, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
