@@ -1,0 +1,318 @@
+"""The `envgym` command, run as a user would: subprocesses with piped input,
+plus in-process runs of `main()` against the test-only guessing env."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+from test_evaluation import GUESS_ID, GuessEnv, register_guess_env
+
+import envgym
+from envgym.agents import make_agent
+from envgym.cli import ProgressBar, format_table, main, parse_kwarg
+from envgym.evaluation import load_results
+from envgym.parsing import parse_answer
+from envgym.registry import list_envs
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def guess_env(monkeypatch: pytest.MonkeyPatch) -> str:
+    return register_guess_env(monkeypatch)
+
+
+def envgym_cli(*args: str, input: str | None = None, cwd: Path | None = None):
+    return subprocess.run(
+        [sys.executable, "-m", "envgym", *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd or REPO,
+    )
+
+
+def _needs(env_id: str) -> None:
+    spec = next(s for s in list_envs() if s.id == env_id)
+    module, _, name = spec.entry_point.partition(":")
+    try:
+        getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        pytest.skip(f"{env_id} does not import yet: {exc}")
+
+
+def _oracle_lines(env_id: str, seed: int, **kwargs) -> list[str]:
+    """The oracle's moves for one episode, as a person would type them (no tags)."""
+    env = gym.make(env_id, **kwargs)
+    obs, info = env.reset(seed=seed)
+    oracle = make_agent("oracle", env)
+    oracle.reset()
+    lines, done = [], False
+    while not done:
+        reply = oracle.act(obs, info)
+        lines.append(parse_answer(reply).value)
+        obs, _, terminated, truncated, info = env.step(reply)
+        done = terminated or truncated
+    assert info["success"]
+    return lines
+
+
+# -------------------------------------------------------------------- list
+def test_list_shows_every_registered_id():
+    result = envgym_cli("list")
+    assert result.returncode == 0, result.stderr
+    for spec in list_envs():
+        assert spec.id in result.stdout
+        assert spec.description in result.stdout  # not cut when piped
+    header, rule = result.stdout.splitlines()[:2]
+    assert header.split() == ["id", "difficulties", "tags", "description"]
+    assert set(rule.replace(" ", "")) == {"-"}
+
+
+def test_list_by_tag_and_unknown_tag(guess_env, capsys):
+    assert main(["list", "--tag", "test"]) == 0
+    out = capsys.readouterr().out
+    assert GUESS_ID in out and "envgym/Sokoban-v0" not in out
+    assert main(["list", "--tag", "no-such-tag"]) == 2
+    assert "tags in use" in capsys.readouterr().err
+
+
+# -------------------------------------------------------------------- info
+def test_info_prints_the_sokoban_manual():
+    _needs("envgym/Sokoban-v0")
+    result = envgym_cli("info", "envgym/Sokoban-v0")
+    assert result.returncode == 0, result.stderr
+    env_cls = gym.spec("envgym/Sokoban-v0").entry_point
+    module, _, name = env_cls.partition(":")
+    manual = inspect.cleandoc(getattr(importlib.import_module(module), name).__doc__)
+    assert manual in result.stdout
+    assert "easy, medium, hard" in result.stdout
+    assert "puzzle" in result.stdout
+
+
+def test_info_accepts_the_short_id(guess_env, capsys):
+    assert main(["info", "Guess-v0"]) == 2  # only envgym/ ids have a short form
+    assert main(["info", GUESS_ID]) == 0
+    out = capsys.readouterr().out
+    assert inspect.cleandoc(GuessEnv.__doc__) in out
+    assert "oracle agent  yes" in out
+
+
+# -------------------------------------------------------------------- play
+def test_play_frozenlake_with_piped_moves_reaches_the_goal():
+    _needs("envgym/FrozenLake-v0")
+    lines = _oracle_lines("envgym/FrozenLake-v0", seed=4, difficulty="medium")
+    result = envgym_cli(
+        "play",
+        "envgym/FrozenLake-v0",
+        "--seed",
+        "4",
+        "--difficulty",
+        "medium",
+        input="\n".join(lines) + "\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"Episode over: return +1, success yes, turns {len(lines)}" in result.stdout
+    assert "seed 4" in result.stdout
+
+
+def test_play_quit_and_end_of_input_stop_the_game():
+    _needs("envgym/FrozenLake-v0")
+    quit_run = envgym_cli("play", "envgym/FrozenLake-v0", "--seed", "1", input="Jump\nquit\nUp\n")
+    assert quit_run.returncode == 0, quit_run.stderr
+    assert "[invalid action]" in quit_run.stdout  # "Jump" was sent and rejected
+    assert "Stopped after 1 turn: return -0.1, success no, turns 1" in quit_run.stdout
+    eof_run = envgym_cli("play", "envgym/FrozenLake-v0", "--seed", "1", input="")
+    assert eof_run.returncode == 0, eof_run.stderr
+    assert "Stopped after 0 turns" in eof_run.stdout
+
+
+def test_play_in_process_wraps_bare_lines_in_answer_tags(guess_env, monkeypatch, capsys):
+    env = gym.make(GUESS_ID)
+    env.reset(seed=2)
+    secret = env.unwrapped.secret
+    wrong = 1 if secret != 1 else 2
+    monkeypatch.setattr(sys, "stdin", io.StringIO(f"{wrong}\n\n<answer>{secret}</answer>\n"))
+    assert main(["play", GUESS_ID, "--seed", "2", "--kwarg", "max_turns=5"]) == 0
+    out = capsys.readouterr().out
+    assert f"{wrong} is wrong" in out  # the bare line was read as an answer
+    assert "Correct!" in out
+    assert "Episode over: return +0.9, success yes, turns 2" in out
+
+
+def test_play_runs_out_of_turns(guess_env, monkeypatch, capsys):
+    env = gym.make(GUESS_ID)
+    env.reset(seed=0)
+    wrong = 1 if env.unwrapped.secret != 1 else 2
+    monkeypatch.setattr(sys, "stdin", io.StringIO(f"{wrong}\n" * 5))
+    assert main(["play", GUESS_ID, "--seed", "0", "--kwarg", "max_turns=2"]) == 0
+    assert "Episode over (turn limit reached)" in capsys.readouterr().out
+
+
+# -------------------------------------------------------------------- eval
+def test_eval_writes_a_valid_results_file_and_prints_a_table(tmp_path):
+    _needs("envgym/FrozenLake-v0")
+    out = tmp_path / "runs" / "f.json"
+    result = envgym_cli(
+        "eval",
+        "envgym/FrozenLake-v0",
+        "--agent",
+        "oracle",
+        "--episodes",
+        "4",
+        "--seed",
+        "10",
+        "--difficulty",
+        "hard",
+        "--out",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    results = load_results(out)
+    assert [ep["seed"] for ep in results["episodes"]] == [10, 11, 12, 13]
+    assert results["env_kwargs"] == {"difficulty": "hard"}
+    header, _, row = result.stdout.splitlines()[:3]
+    assert header.split()[:4] == ["env", "difficulty", "agent", "episodes"]
+    assert row.split()[:4] == ["envgym/FrozenLake-v0", "hard", "oracle", "4"]
+    assert f"wrote {out}" in result.stdout
+    assert "4/4 episodes" in result.stderr  # progress goes to stderr, not into the table
+
+
+def test_eval_in_process_with_kwargs(guess_env, tmp_path, capsys):
+    out = tmp_path / "guess.json"
+    argv = ["eval", GUESS_ID, "--episodes", "6", "--kwarg", "max_turns=3", "--out", str(out)]
+    assert main(argv) == 0
+    results = load_results(out)
+    assert results["env_kwargs"] == {"max_turns": 3}
+    assert max(ep["turns"] for ep in results["episodes"]) <= 3
+    summary = results["summary"]
+    assert f"{summary['success_rate']:.0%}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["eval", "envgym/Sokobn-v0"], "Did you mean envgym/Sokoban-v0"),
+        (["info", "envgym/Nope-v0"], "envgym list"),
+        (["play", "envgym/Nope-v0"], "envgym list"),
+        (["eval", "envgym/FrozenLake-v0", "--agent", "gpt-9"], "unknown agent 'gpt-9'"),
+        (["eval", "envgym/FrozenLake-v0", "--difficulty", "nightmare"], "choose one of"),
+        (["eval", "envgym/FrozenLake-v0", "--episodes", "0"], "must be at least 1"),
+        (["eval", "envgym/FrozenLake-v0", "--kwarg", "novalue"], "expected key=value"),
+    ],
+)
+def test_user_errors_exit_2_with_a_message_and_no_traceback(argv, message):
+    result = envgym_cli(*argv)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_eval_refuses_an_unwritable_out_before_running(guess_env, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["eval", GUESS_ID, "--out", str(blocker / "r.json")]) == 2
+    captured = capsys.readouterr()
+    assert "cannot create the folder" in captured.err
+    assert "episodes" not in captured.err  # no progress: nothing ran
+    assert captured.out == ""
+
+
+# --------------------------------------------------------------- baselines
+def test_baselines_covers_every_difficulty_and_agent(guess_env, tmp_path, capsys):
+    argv = ["baselines", "--env", GUESS_ID, "--episodes", "3", "--out-dir", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.startswith(GUESS_ID)]
+    assert {(r[1], r[2]) for r in rows} == {
+        (d, a) for d in ("easy", "medium", "hard") for a in ("random", "oracle")
+    }
+    files = sorted(tmp_path.glob("*.json"))
+    assert len(files) == 6
+    oracle_hard = load_results(tmp_path / "envgym-test_Guess-v0_hard_oracle.json")
+    assert oracle_hard["summary"]["success_rate"] == 1.0
+    assert oracle_hard["env_kwargs"] == {"difficulty": "hard"}
+
+
+def test_baselines_on_the_real_envs():
+    for spec in list_envs():
+        _needs(spec.id)
+    result = envgym_cli("baselines", "--episodes", "2")
+    assert result.returncode == 0, result.stderr
+    rows = {tuple(line.split()[:3]) for line in result.stdout.splitlines()}
+    for spec in list_envs():
+        for difficulty in spec.difficulties:
+            for agent in ("random", "oracle") if spec.oracle else ("random",):
+                assert (spec.id, difficulty, agent) in rows
+
+
+# ----------------------------------------------------------- building blocks
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("max_turns=5", ("max_turns", 5)),
+        ("p=0.25", ("p", 0.25)),
+        ("slippery=true", ("slippery", True)),
+        ("name=hello world", ("name", "hello world")),
+        ("size=[4, 4]", ("size", [4, 4])),
+        ("empty=", ("empty", "")),
+    ],
+)
+def test_parse_kwarg_reads_json_values(text, expected):
+    assert parse_kwarg(text) == expected
+
+
+@pytest.mark.parametrize("text", ["novalue", "=3", "bad key=1"])
+def test_parse_kwarg_rejects_malformed(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_kwarg(text)
+
+
+def test_format_table_aligns_columns():
+    text = format_table(["name", "score"], [["a", "1.5"], ["longer", "10.25"]])
+    lines = text.splitlines()
+    assert lines[0] == "name    score"
+    assert lines[2] == "a         1.5"  # numbers right-aligned
+    assert lines[3] == "longer  10.25"
+    cut = format_table(["id", "description"], [["x", "word " * 40]], max_width=30)
+    assert all(len(line) <= 30 for line in cut.splitlines())
+    assert cut.splitlines()[2].endswith("...")
+
+
+class _FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_redraws_on_a_terminal_and_logs_lines_elsewhere():
+    tty = _FakeTerminal()
+    bar = ProgressBar(4, label="run", stream=tty)
+    for done in range(5):
+        bar.update(done)
+    bar.close()
+    assert tty.getvalue().count("\r") == 5 and tty.getvalue().endswith("\n")
+    assert "4/4 episodes" in tty.getvalue()
+
+    log = io.StringIO()
+    bar = ProgressBar(100, label="run", stream=log, log_every_s=0.0)
+    for done in range(101):
+        bar.update(done)
+    lines = log.getvalue().splitlines()
+    assert "\r" not in log.getvalue()
+    assert len(lines) == 10 and lines[-1].startswith("run [") and "100/100" in lines[-1]
+
+
+def test_python_dash_m_and_version():
+    result = envgym_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"envgym {envgym.__version__}"
