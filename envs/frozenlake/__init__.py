@@ -1,0 +1,5 @@
+"""FrozenLake: cross generated ice maps to the goal (``envgym/FrozenLake-v0``)."""
+
+from envgym.envs.frozenlake.frozenlake import FrozenLakeEnv
+
+__all__ = ["FrozenLakeEnv"]
