@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Creates .venv (if missing) and installs envgym into it, editable, with the
+# extras given as arguments (e.g. `bash scripts/setup.sh dev`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$python" -m venv .venv
+fi
+pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+"${pip[@]}" --upgrade pip
+# The CPU build of torch first: anything later that asks for torch is then
+# satisfied, instead of pulling a multi-GB CUDA build.
+"${pip[@]}" "torch==2.13.0"
+extras=$(IFS=,; echo "$*")
+"${pip[@]}" -e ".${extras:+[$extras]}"

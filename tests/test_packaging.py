@@ -1,0 +1,60 @@
+"""The wheel installs envgym, and only envgym, into a fresh virtual environment."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHECK = """
+import importlib.util, json
+import gymnasium as gym
+import envgym
+from envgym.envs.sokoban import SokobanEnv
+env = gym.make("envgym/Sokoban-v0")
+obs, info = env.reset(seed=0)
+assert isinstance(env.unwrapped, SokobanEnv) and "Sokoban" in obs
+top_level = {name: importlib.util.find_spec(name) is not None
+             for name in ("envs", "trainers", "leaderboard")}
+import envgym.trainers, envgym.leaderboard, envgym.evaluation
+print(json.dumps({"envgym": envgym.__file__, "top_level": top_level,
+                  "schema": envgym.evaluation.load_schema()["title"]}))
+"""
+
+
+@pytest.mark.slow
+def test_wheel_installs_in_a_fresh_venv(tmp_path):
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
+        check=True,
+    )
+    wheels = list(dist.glob("envgym-*.whl"))
+    assert len(wheels) == 1
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / "bin" / "python"
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheels[0])],
+        check=True,
+    )
+    # Run from an empty folder so the checkout itself is not importable.
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    out = subprocess.run(
+        [str(python), "-c", CHECK], cwd=work, capture_output=True, text=True, check=True
+    )
+    report = json.loads(out.stdout)
+    assert report["envgym"].startswith(str(env_dir))
+    assert report["top_level"] == {"envs": False, "trainers": False, "leaderboard": False}
+    assert report["schema"]
+    cli = subprocess.run(
+        [str(env_dir / "bin" / "envgym"), "list"], cwd=work, capture_output=True, text=True
+    )
+    assert cli.returncode == 0 and "envgym/Sokoban-v0" in cli.stdout
