@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from itertools import permutations
 
 import numpy as np
 
@@ -266,20 +265,33 @@ def solve(
     nearest = [min((t[c] for t in tables if t[c] >= 0), default=-1) for c in range(n)]
     dead = [not floor[c] or nearest[c] < 0 for c in range(n)]
     nbrs = [[c + d for d in offsets if floor[c + d]] if floor[c] else [] for c in range(n)]
-    perms = list(permutations(range(len(targets)))) if len(targets) <= 4 else []
+    k = len(targets)
     unreachable = 1 << 30
+    # Per cell, the push distance to each target (unreachable where none).
+    cost_rows = [tuple(t[c] if t[c] >= 0 else unreachable for t in tables) for c in range(n)]
+    bits = [(j, 1 << j) for j in range(k)]
+    popcount = [bin(m).count("1") for m in range(1 << k)]
     h_cache: dict[int, int] = {}
     target_mask = sum(1 << t for t in targets)
 
     def heuristic(bs: tuple[int, ...], mask: int) -> int:
+        """Cheapest assignment of boxes to distinct targets (DP over target subsets)."""
         h = h_cache.get(mask)
         if h is None:
-            if perms:
-                rows = [[t[b] if t[b] >= 0 else unreachable for t in tables] for b in bs]
-                h = min(sum(row[ti] for row, ti in zip(rows, perm, strict=True)) for perm in perms)
-            else:
-                h = sum(nearest[b] for b in bs)
-            h_cache[mask] = h
+            rows = [cost_rows[b] for b in bs]
+            best = [unreachable] * (1 << k)
+            best[0] = 0
+            for used in range(1 << k):
+                cost = best[used]
+                if cost >= unreachable or popcount[used] == k:
+                    continue
+                row = rows[popcount[used]]
+                for j, bit in bits:
+                    if not used & bit:
+                        value = cost + row[j]
+                        if value < best[used | bit]:
+                            best[used | bit] = value
+            h = h_cache[mask] = best[-1]
         return h
 
     start_boxes = tuple(boxes)
