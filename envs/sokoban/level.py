@@ -205,41 +205,33 @@ def generate_level(
 
 
 # --------------------------------------------------------------------- solver
-def _nearest_target_pushes(width: int, floor: bytes, targets) -> list[int]:
-    """Fewest pushes from each cell to the nearest target (0 where none reaches)."""
+def _pull_distances(width: int, floor: bytes, sources) -> list[int]:
+    """Fewest pushes that bring a box from each cell onto the nearest of `sources`,
+    ignoring other boxes (-1 where none can be reached): a breadth-first search
+    that pulls a box backwards from the sources."""
     offsets = (-width, width, -1, 1)
     dist = [-1] * len(floor)
-    queue = list(targets)
+    queue = list(sources)
     for t in queue:
         dist[t] = 0
     for x in queue:
         for d in offsets:
+            # A box at x - d pushed by a player standing at x - 2d lands on x.
             y = x - d
             if floor[y] and dist[y] < 0 and floor[y - d]:
                 dist[y] = dist[x] + 1
                 queue.append(y)
-    return [max(v, 0) for v in dist]
+    return dist
+
+
+def _nearest_target_pushes(width: int, floor: bytes, targets) -> list[int]:
+    """Fewest pushes from each cell to the nearest target (0 where none reaches)."""
+    return [max(v, 0) for v in _pull_distances(width, floor, targets)]
 
 
 def _box_distances(width: int, floor: bytes, targets: frozenset[int]) -> list[list[int]]:
-    """For each target, the fewest pushes that bring a box from each cell to it
-    (ignoring other boxes); -1 where it cannot get there."""
-    n = len(floor)
-    offsets = (-width, width, -1, 1)
-    tables = []
-    for t in sorted(targets):
-        dist = [-1] * n
-        dist[t] = 0
-        queue = [t]
-        for x in queue:
-            for d in offsets:
-                # A box at x - d pushed by a player standing at x - 2d lands on x.
-                y = x - d
-                if floor[y] and dist[y] < 0 and floor[y - d]:
-                    dist[y] = dist[x] + 1
-                    queue.append(y)
-        tables.append(dist)
-    return tables
+    """For each target, the fewest pushes from each cell to it (-1 where impossible)."""
+    return [_pull_distances(width, floor, [t]) for t in sorted(targets)]
 
 
 def solve(
