@@ -21,6 +21,7 @@ __all__ = [
     "parse_boxed",
     "parse_tag",
     "parse_tool_calls",
+    "GRID_MOVES",
     "split_moves",
     "strip_think",
 ]
@@ -168,6 +169,13 @@ def _tool_call_from_json(raw: str) -> tuple[ToolCall | None, str | None]:
     if not isinstance(arguments, dict):
         return None, f'The tool call\'s "arguments" must be a JSON object. {shape}'
     return ToolCall(payload["name"], arguments), None
+
+
+#: Spellings of the four grid moves (lower case) -> canonical names.
+GRID_MOVES = {
+    **{name.lower(): name for name in ("Up", "Down", "Left", "Right")},
+    **{"u": "Up", "d": "Down", "l": "Left", "r": "Right"},
+}
 
 
 def split_moves(answer: str, vocabulary: dict[str, str]) -> tuple[list[str], str | None]:

@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from envgym.core import TextEnv, Turn
-from envgym.parsing import parse_answer, split_moves
+from envgym.parsing import GRID_MOVES, parse_answer, split_moves
 
 __all__ = [
     "ACTIONS",
@@ -44,16 +44,6 @@ FORMAT_PENALTY = -0.1
 MIN_SIZE, MAX_SIZE = 2, 16
 MAX_HOLE_FRACTION = 0.5
 _TILES = frozenset("SFHG")
-_MOVE_NAMES = {
-    "up": "Up",
-    "down": "Down",
-    "left": "Left",
-    "right": "Right",
-    "u": "Up",
-    "d": "Down",
-    "l": "Left",
-    "r": "Right",
-}
 _MOVE_INDEX = {name: i for i, name in enumerate(ACTIONS)}
 
 
@@ -373,7 +363,7 @@ class FrozenLakeEnv(TextEnv):
         error = parsed.error
         moves: list[str] = []
         if error is None:
-            moves, error = split_moves(parsed.value, _MOVE_NAMES)
+            moves, error = split_moves(parsed.value, GRID_MOVES)
             if error is None and len(moves) > self.max_actions_per_turn:
                 error = (
                     f"You sent {len(moves)} moves; at most {self.max_actions_per_turn} are "

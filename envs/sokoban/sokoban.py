@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from envgym.core import TextEnv, Turn
-from envgym.envs.sokoban.level import MOVE_NAMES, Level, generate_level, parse_board, solve
-from envgym.parsing import parse_answer, split_moves
+from envgym.envs.sokoban.level import Level, generate_level, parse_board, solve
+from envgym.parsing import GRID_MOVES, parse_answer, split_moves
 
 __all__ = ["SokobanEnv", "DIFFICULTY_PRESETS"]
 
@@ -21,8 +21,6 @@ DIFFICULTY_PRESETS: dict[str, tuple[int, int, int, int, int]] = {
     "hard": (8, 8, 4, 5, 50),  # GEM's Sokoban-v0-hard room
 }
 _TASK_ID = re.compile(r"^(\d+)x(\d+)-b(\d+)-p(\d+)-(\d+)$")
-_MOVES = {name.lower(): name for name in MOVE_NAMES}
-_MOVES.update({"u": "Up", "d": "Down", "l": "Left", "r": "Right"})
 LEGEND = "Legend: # wall, _ floor, . target, $ box, * box on a target, @ you, + you on a target."
 
 STEP_PENALTY = -0.1
@@ -223,7 +221,7 @@ class SokobanEnv(TextEnv):
 
     def _act(self, action: str) -> Turn:
         parsed = parse_answer(action, example="Up || Left")
-        moves, error = split_moves(parsed.value, _MOVES) if parsed.ok else ([], parsed.error)
+        moves, error = split_moves(parsed.value, GRID_MOVES) if parsed.ok else ([], parsed.error)
         if error is not None:
             return Turn(
                 observation=(
