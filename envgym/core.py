@@ -260,9 +260,10 @@ class TextEnv(gym.Env[str, str]):
             raise TypeError("restore() takes the object returned by snapshot() of this env")
         if self.fork_by_replay:
             replay = snapshot["replay"]
+            # Rewind the RNG to where the episode began; reset() and the replayed
+            # actions then draw exactly what they drew the first time.
             self.np_random.bit_generator.state = copy.deepcopy(replay["rng"])
             self.reset(options=copy.deepcopy(replay["options"]))
-            self.np_random.bit_generator.state = copy.deepcopy(replay["rng"])
             for action in replay["actions"]:
                 self.step(action)
         else:
