@@ -10,26 +10,26 @@ writes its rules.
 from __future__ import annotations
 
 import copy
-import string
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
 from gymnasium import spaces
+from gymnasium.utils import seeding
+from pettingzoo import AECEnv
+
+from envgym.parsing import parse_answer
+from envgym.text import CHARSET, coerce_action, quote_for_feedback
 
 __all__ = [
     "CHARSET",
     "INFO_KEYS",
+    "MultiAgentTextEnv",
     "TextEnv",
     "Turn",
     "coerce_action",
     "quote_for_feedback",
 ]
-
-#: Every character an envgym observation may contain, and every character the
-#: action space samples. Envs accept any text as an action; what they echo back
-#: is escaped into this set by `quote_for_feedback`.
-CHARSET = string.printable
 
 #: The info keys with one meaning in every envgym env (see DESIGN.md).
 INFO_KEYS = (
@@ -44,40 +44,11 @@ INFO_KEYS = (
     "cost",
     "privileged",
     "system_prompt",
+    "player",
 )
 
 OBSERVATION_MAX_LENGTH = 16_384
 ACTION_MAX_LENGTH = 8_192
-_CHARSET_SET = frozenset(CHARSET)
-
-
-def coerce_action(action: Any) -> str:
-    """Turn whatever a caller passed as an action into text, never raising.
-
-    A model's reply is normally a `str`; bytes are decoded leniently and any
-    other object is formatted, so a buggy caller gets feedback, not a crash.
-    """
-    if isinstance(action, str):
-        return action
-    if isinstance(action, bytes | bytearray):
-        return bytes(action).decode("utf-8", errors="replace")
-    if action is None:
-        return ""
-    try:
-        return str(action)
-    except Exception:  # a broken __str__ is still only a malformed action
-        return f"<unprintable {type(action).__name__}>"
-
-
-def quote_for_feedback(text: str, limit: int = 60) -> str:
-    """Quote model text for echoing in an observation: shortened and ASCII-safe."""
-    if len(text) > limit:
-        text = text[:limit] + "..."
-    if not all(c in _CHARSET_SET for c in text) or "\n" in text:
-        text = text.encode("ascii", errors="backslashreplace").decode("ascii")
-        text = text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-        text = "".join(c if c in _CHARSET_SET else "?" for c in text)
-    return repr(text) if "'" not in text else '"' + text.replace('"', "'") + '"'
 
 
 @dataclass
@@ -300,3 +271,281 @@ class TextEnv(gym.Env[str, str]):
                 f"choose one of {list(self.difficulties)}"
             )
         return difficulty
+
+
+class MultiAgentTextEnv(AECEnv):
+    """Base class for turn-based text games as PettingZoo AEC envs.
+
+    Agents are ``player_0``, ``player_1``, ...; every agent has Text
+    observation and action spaces, sees its own observation text (private
+    information stays private), and replies with free text that is parsed like
+    any envgym action (``<answer>...</answer>`` or ``\\boxed{}``, ``<think>``
+    ignored).
+
+    Illegal moves are the env's business, never an exception: the first
+    illegal or unparsable reply in a turn gets a warning in that player's next
+    observation and the same player moves again; a second one in the same turn
+    loses the game (``illegal_move_penalty`` for the offender, the opposite
+    shared among the others, so zero-sum games stay zero-sum). Games may
+    override `_forfeit_rewards` to document another consequence.
+
+    Subclasses implement:
+
+    - ``_new_game(options)``: set up state from ``self.np_random`` and set
+      ``self.current`` (the index of the player to move).
+    - ``_legal_actions(player) -> list[str]``: the moves ``current`` may make.
+    - ``_apply(player, action) -> dict[int, float] | None``: make a legal move
+      and set ``current``; return each player's final reward when the game
+      ends, else None.
+    - ``_observe(player) -> str``: what `player` sees now.
+    - ``_state_key() -> str``: the full game state as text, without history.
+
+    and list the attributes holding game state in ``_snapshot_fields``.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "human"],
+        "name": "envgym_game",
+        "is_parallelizable": False,
+    }
+    #: Which player counts are allowed (most games: exactly two).
+    player_counts: ClassVar[tuple[int, ...]] = (2,)
+    zero_sum: ClassVar[bool] = True
+    illegal_move_penalty: ClassVar[float] = -1.0
+    #: A hard cap on moves, so no game can run forever (truncation).
+    default_max_moves: ClassVar[int] = 200
+    _snapshot_fields: ClassVar[tuple[str, ...]] = ()
+    #: Instructions for the action format, in every reset info.
+    system_prompt: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        *,
+        num_players: int | None = None,
+        illegal_retries: int = 1,
+        max_moves: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__()
+        num_players = self.player_counts[0] if num_players is None else num_players
+        if num_players not in self.player_counts:
+            raise ValueError(
+                f"{type(self).__name__} is for {', '.join(map(str, self.player_counts))} "
+                f"players, got num_players={num_players!r}"
+            )
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode={render_mode!r} is not supported; use one of "
+                f"{self.metadata['render_modes']} or None"
+            )
+        if not isinstance(illegal_retries, int) or illegal_retries < 0:
+            raise ValueError(f"illegal_retries must be an integer >= 0, got {illegal_retries!r}")
+        self.num_players = num_players
+        self.illegal_retries = illegal_retries
+        self.max_moves = max_moves or self.default_max_moves
+        self.render_mode = render_mode
+        self.possible_agents = [f"player_{i}" for i in range(num_players)]
+        self._index = {agent: i for i, agent in enumerate(self.possible_agents)}
+        text_obs = spaces.Text(max_length=OBSERVATION_MAX_LENGTH, charset=CHARSET)
+        text_act = spaces.Text(max_length=ACTION_MAX_LENGTH, charset=CHARSET)
+        self.observation_spaces = {a: text_obs for a in self.possible_agents}
+        self.action_spaces = {a: text_act for a in self.possible_agents}
+        self._np_random: Any = None
+        self.agents = []
+        self.current = 0
+        self.moves = 0
+        self._strikes = 0
+        self._notes = {a: "" for a in self.possible_agents}
+        self.outcome = ""
+
+    # ----------------------------------------------------------------- hooks
+    def _new_game(self, options: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _legal_actions(self, player: int) -> list[str]:
+        raise NotImplementedError
+
+    def _apply(self, player: int, action: str) -> dict[int, float] | None:
+        raise NotImplementedError
+
+    def _observe(self, player: int) -> str:
+        raise NotImplementedError
+
+    def _state_key(self) -> str:
+        raise NotImplementedError
+
+    def _render_text(self) -> str:
+        return self._state_key()
+
+    def _parse_action(self, player: int, text: str) -> tuple[str | None, str | None]:
+        """Turn a reply into one legal action, or explain why it is not one."""
+        legal = self._legal_actions(player)
+        parsed = parse_answer(text, example=legal[0] if legal else "...")
+        if not parsed.ok:
+            return None, parsed.error
+        value = " ".join(parsed.value.split()).lower()
+        for action in legal:
+            if action.lower() == value:
+                return action, None
+        return None, f"{quote_for_feedback(parsed.value, 40)} is not a legal move now."
+
+    def _forfeit_rewards(self, player: int) -> dict[int, float]:
+        """Final rewards when `player` loses by a second illegal move in a turn."""
+        others = self.num_players - 1
+        share = -self.illegal_move_penalty / others if self.zero_sum else 0.0
+        rewards = {p: share for p in range(self.num_players)}
+        rewards[player] = self.illegal_move_penalty
+        return rewards
+
+    def _truncation_rewards(self) -> dict[int, float]:
+        """Final rewards when the move cap ends a game: nobody wins by default."""
+        return {p: 0.0 for p in range(self.num_players)}
+
+    # --------------------------------------------------------------- pettingzoo
+    def observation_space(self, agent: str) -> spaces.Text:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Text:
+        return self.action_spaces[agent]
+
+    @property
+    def np_random(self) -> Any:
+        if self._np_random is None:
+            self._np_random, _ = seeding.np_random()
+        return self._np_random
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        if seed is not None or self._np_random is None:
+            self._np_random, _ = seeding.np_random(seed)
+        self.agents = list(self.possible_agents)
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.moves = 0
+        self._strikes = 0
+        self._notes = {a: "" for a in self.agents}
+        self.outcome = ""
+        self._skip_agent_selection = None
+        self._new_game(dict(options or {}))
+        self.agent_selection = self.possible_agents[self.current]
+        key = self._state_key()
+        self.infos = {a: self._info(a, True, key) for a in self.agents}
+        self.infos[self.agent_selection]["system_prompt"] = self.system_prompt
+
+    def observe(self, agent: str) -> str:
+        note = self._notes.get(agent, "")
+        text = self._observe(self._index[agent])
+        return f"{note}\n{text}" if note else text
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        player = self._index[agent]
+        self._cumulative_rewards[agent] = 0.0
+        self._clear_rewards()
+        move, error = self._parse_action(player, coerce_action(action))
+        final: dict[int, float] | None = None
+        if move is None:
+            self._strikes += 1
+            if self._strikes <= self.illegal_retries:
+                legal = ", ".join(self._legal_actions(player))
+                self._notes[agent] = (
+                    f"Invalid move: {error} Try again; legal moves: {legal}. "
+                    "Another invalid move this turn loses the game."
+                )
+                self.infos[agent] = self._info(agent, False, self._state_key())
+                return
+            final = self._forfeit_rewards(player)
+            self.outcome = f"{agent} lost by making two invalid moves in one turn"
+            self._notes[agent] = f"Invalid move again: {error} You lose the game."
+        else:
+            self._strikes = 0
+            self._notes[agent] = ""
+            self.moves += 1
+            final = self._apply(player, move)
+        if final is not None:
+            for p, reward in final.items():
+                self.rewards[self.possible_agents[p]] = float(reward)
+            self.terminations = {a: True for a in self.agents}
+        elif self.moves >= self.max_moves:
+            for p, reward in self._truncation_rewards().items():
+                self.rewards[self.possible_agents[p]] = float(reward)
+            self.truncations = {a: True for a in self.agents}
+            self.outcome = f"stopped after {self.max_moves} moves"
+        self._accumulate_rewards()
+        self.agent_selection = self.possible_agents[self.current]
+        key = self._state_key()
+        if self.game_over:
+            valid = {a: a != agent or move is not None for a in self.agents}
+            self.infos = {a: self._info(a, valid[a], key) for a in self.agents}
+        else:
+            self.infos[agent] = self._info(agent, move is not None, key)
+            self.infos[self.agent_selection] = self._info(self.agent_selection, True, key)
+        if self.render_mode == "human":
+            print(self._render_text())
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi'")
+            return None
+        text = self._render_text()
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
+
+    # ---------------------------------------------------------------- forking
+    def snapshot(self) -> Any:
+        """An opaque, picklable copy of the game state (AEC bookkeeping included)."""
+        fields = ("agents", "rewards", "_cumulative_rewards", "terminations", "truncations",
+                  "infos", "agent_selection", "_skip_agent_selection", "current", "moves",
+                  "_strikes", "_notes", "outcome", *self._snapshot_fields)  # fmt: skip
+        state = {name: copy.deepcopy(getattr(self, name)) for name in fields}
+        state["rng"] = copy.deepcopy(self.np_random.bit_generator.state)
+        return state
+
+    def restore(self, snapshot: Any) -> None:
+        """Put back a state taken by `snapshot()`; the snapshot stays reusable."""
+        if not isinstance(snapshot, dict) or "rng" not in snapshot:
+            raise TypeError("restore() takes the object returned by snapshot() of this env")
+        for name, value in snapshot.items():
+            if name != "rng":
+                setattr(self, name, copy.deepcopy(value))
+        self.np_random.bit_generator.state = copy.deepcopy(snapshot["rng"])
+
+    def optimal_action(self, player: int, rng: Any) -> str:
+        """The game's optimal (or best known) move for `player`, using only what
+        `player` may know; built-in opponents play it. `rng` breaks ties."""
+        raise NotImplementedError(f"{type(self).__name__} has no optimal policy")
+
+    def privileged_info(self) -> dict[str, Any]:
+        """Trainer-only facts (hidden cards, valuations); never in an observation."""
+        return {}
+
+    # ---------------------------------------------------------------- helpers
+    @property
+    def game_over(self) -> bool:
+        return any(self.terminations.values()) or any(self.truncations.values())
+
+    def legal_actions(self, agent: str | None = None) -> list[str]:
+        """The moves `agent` (default: the one to move) may make now."""
+        agent = agent or self.agent_selection
+        if self.game_over or agent != self.agent_selection:
+            return []
+        return self._legal_actions(self._index[agent])
+
+    def _info(self, agent: str, action_valid: bool, state_key: str) -> dict[str, Any]:
+        to_move = agent == self.agent_selection and not self.game_over
+        return {
+            "player": agent,
+            "turn": self.moves,
+            "action_valid": action_valid,
+            "state_key": state_key,
+            "admissible_actions": self._legal_actions(self._index[agent]) if to_move else [],
+        }

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from envgym.core import quote_for_feedback
+from envgym.text import quote_for_feedback
 
 __all__ = [
     "Parsed",

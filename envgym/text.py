@@ -1,0 +1,43 @@
+"""Text helpers shared by the env base classes and the action parsers."""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+__all__ = ["CHARSET", "coerce_action", "quote_for_feedback"]
+
+#: Every character an envgym observation may contain, and every character the
+#: action space samples. Envs accept any text as an action; what they echo back
+#: is escaped into this set by `quote_for_feedback`.
+CHARSET = string.printable
+_CHARSET_SET = frozenset(CHARSET)
+
+
+def coerce_action(action: Any) -> str:
+    """Turn whatever a caller passed as an action into text, never raising.
+
+    A model's reply is normally a `str`; bytes are decoded leniently and any
+    other object is formatted, so a buggy caller gets feedback, not a crash.
+    """
+    if isinstance(action, str):
+        return action
+    if isinstance(action, bytes | bytearray):
+        return bytes(action).decode("utf-8", errors="replace")
+    if action is None:
+        return ""
+    try:
+        return str(action)
+    except Exception:  # a broken __str__ is still only a malformed action
+        return f"<unprintable {type(action).__name__}>"
+
+
+def quote_for_feedback(text: str, limit: int = 60) -> str:
+    """Quote model text for echoing in an observation: shortened and ASCII-safe."""
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    if not all(c in _CHARSET_SET for c in text) or "\n" in text:
+        text = text.encode("ascii", errors="backslashreplace").decode("ascii")
+        text = text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+        text = "".join(c if c in _CHARSET_SET else "?" for c in text)
+    return repr(text) if "'" not in text else '"' + text.replace('"', "'") + '"'
