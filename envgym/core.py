@@ -301,6 +301,11 @@ class MultiAgentTextEnv(AECEnv):
     - ``_state_key() -> str``: the full game state as text, without history.
 
     and list the attributes holding game state in ``_snapshot_fields``.
+    Use ``self._legal(player)`` (cached per game state) rather than calling
+    ``_legal_actions`` again. The base class enforces PettingZoo's call order
+    itself (clear errors for step/last/observe before reset), so game modules
+    hand out the env unwrapped: PettingZoo's OrderEnforcingWrapper would route
+    every attribute read through ``__getattr__`` and halve the speed.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -351,6 +356,10 @@ class MultiAgentTextEnv(AECEnv):
         self.observation_spaces = {a: text_obs for a in self.possible_agents}
         self.action_spaces = {a: text_act for a in self.possible_agents}
         self._np_random: Any = None
+        self._pending_seed: int | None = None
+        # Bumped whenever the game state changes; keys the legal-move cache.
+        self._version = 0
+        self._legal_cache: tuple[int, int, list[str]] = (-1, -1, [])
         self.agents = []
         self.current = 0
         self.moves = 0
@@ -377,9 +386,17 @@ class MultiAgentTextEnv(AECEnv):
     def _render_text(self) -> str:
         return self._state_key()
 
+    def _legal(self, player: int) -> list[str]:
+        """`_legal_actions(player)`, computed once per game state."""
+        version, who, actions = self._legal_cache
+        if version != self._version or who != player:
+            actions = self._legal_actions(player)
+            self._legal_cache = (self._version, player, actions)
+        return actions
+
     def _parse_action(self, player: int, text: str) -> tuple[str | None, str | None]:
         """Turn a reply into one legal action, or explain why it is not one."""
-        legal = self._legal_actions(player)
+        legal = self._legal(player)
         parsed = parse_answer(text, example=legal[0] if legal else "...")
         if not parsed.ok:
             return None, parsed.error
@@ -410,14 +427,18 @@ class MultiAgentTextEnv(AECEnv):
 
     @property
     def np_random(self) -> Any:
+        # Built on first use: seeding a generator costs more than a whole game of
+        # TicTacToe, and deterministic games never draw from it.
         if self._np_random is None:
-            self._np_random, _ = seeding.np_random()
+            self._np_random, _ = seeding.np_random(self._pending_seed)
+            self._pending_seed = None
         return self._np_random
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        if seed is not None or self._np_random is None:
-            self._np_random, _ = seeding.np_random(seed)
+        if seed is not None:
+            self._np_random, self._pending_seed = None, seed
         self.agents = list(self.possible_agents)
+        self._version += 1
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self.terminations = {a: False for a in self.agents}
@@ -433,12 +454,23 @@ class MultiAgentTextEnv(AECEnv):
         self.infos = {a: self._info(a, True, key) for a in self.agents}
         self.infos[self.agent_selection]["system_prompt"] = self.system_prompt
 
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if not hasattr(self, "agent_selection"):
+            raise RuntimeError("last() before reset(); call env.reset() first")
+        return super().last(observe)
+
     def observe(self, agent: str) -> str:
+        if not self.agents and not hasattr(self, "agent_selection"):
+            raise RuntimeError("observe() before reset(); call env.reset() first")
         note = self._notes.get(agent, "")
         text = self._observe(self._index[agent])
         return f"{note}\n{text}" if note else text
 
     def step(self, action: Any) -> None:
+        if not self.agents:
+            raise RuntimeError(
+                "step() with no live agents: call env.reset() first (or again after the game)"
+            )
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
@@ -451,7 +483,7 @@ class MultiAgentTextEnv(AECEnv):
         if move is None:
             self._strikes += 1
             if self._strikes <= self.illegal_retries:
-                legal = ", ".join(self._legal_actions(player))
+                legal = ", ".join(self._legal(player))
                 self._notes[agent] = (
                     f"Invalid move: {error} Try again; legal moves: {legal}. "
                     "Another invalid move this turn loses the game."
@@ -465,6 +497,7 @@ class MultiAgentTextEnv(AECEnv):
             self._strikes = 0
             self._notes[agent] = ""
             self.moves += 1
+            self._version += 1
             final = self._apply(player, move)
         if final is not None:
             for p, reward in final.items():
@@ -518,6 +551,7 @@ class MultiAgentTextEnv(AECEnv):
             if name != "rng":
                 setattr(self, name, copy.deepcopy(value))
         self.np_random.bit_generator.state = copy.deepcopy(snapshot["rng"])
+        self._version += 1
 
     def optimal_action(self, player: int, rng: Any) -> str:
         """The game's optimal (or best known) move for `player`, using only what
@@ -538,7 +572,7 @@ class MultiAgentTextEnv(AECEnv):
         agent = agent or self.agent_selection
         if self.game_over or agent != self.agent_selection:
             return []
-        return self._legal_actions(self._index[agent])
+        return list(self._legal(self._index[agent]))
 
     def _info(self, agent: str, action_valid: bool, state_key: str) -> dict[str, Any]:
         to_move = agent == self.agent_selection and not self.game_over
@@ -547,5 +581,5 @@ class MultiAgentTextEnv(AECEnv):
             "turn": self.moves,
             "action_valid": action_valid,
             "state_key": state_key,
-            "admissible_actions": self._legal_actions(self._index[agent]) if to_move else [],
+            "admissible_actions": list(self._legal(self._index[agent])) if to_move else [],
         }

@@ -11,6 +11,8 @@ from envgym.selfplay import VersusEnv
 __all__ = ["TicTacToe", "TicTacToeEnv"]
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
+#: The lines through each cell: a move can only complete one of these.
+LINES_THROUGH = tuple(tuple(line for line in LINES if cell in line) for cell in range(9))
 MARKS = ("X", "O")
 
 
@@ -79,7 +81,8 @@ class TicTacToe(MultiAgentTextEnv):
         self.board[cell] = mark
         self.last_move = f"{mark} took cell {action}"
         self.current = 1 - player
-        if any(all(self.board[i] == mark for i in line) for line in LINES):
+        board = self.board
+        if any(board[a] == board[b] == board[c] == mark for a, b, c in LINES_THROUGH[cell]):
             self.outcome = f"{mark} wins"
             return {player: 1.0, 1 - player: -1.0}
         if " " not in self.board:
@@ -100,7 +103,7 @@ class TicTacToe(MultiAgentTextEnv):
             return f"{head} Game over: {self.outcome}.\n{self._grid()}"
         if player != self.current:
             return f"{head} Waiting for {MARKS[self.current]}.\n{self._grid()}"
-        legal = self._legal_actions(player)
+        legal = self._legal(player)
         return (
             f"{head} Your move.\n{self._grid()}\n"
             f"Reply with an empty cell in answer tags, e.g. <answer>{legal[0]}</answer>. "

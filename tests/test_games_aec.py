@@ -1,0 +1,185 @@
+"""PettingZoo AEC conformance for every envgym game, with text spaces.
+
+PettingZoo's own `api_test` assumes array observations ('str' object has no
+attribute 'dtype'), so this file checks the same contract for Text spaces:
+spaces per agent, the agent_iter/last/step loop, step(None) for done agents,
+bookkeeping dicts that track `agents`, rewards that sum to zero in zero-sum
+games, seeded determinism, and illegal moves handled by the env.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import warnings
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+import envgym.envs.games as games_pkg
+from envgym.core import MultiAgentTextEnv
+
+GAME_MODULES = sorted(
+    name for _, name, _ in pkgutil.iter_modules(games_pkg.__path__) if name.endswith("_v0")
+)
+CASES = []
+for _name in GAME_MODULES:
+    _module = importlib.import_module(f"envgym.envs.games.{_name}")
+    for _players in _module.raw_env.player_counts:
+        CASES.append(pytest.param(_name, _players, id=f"{_name}-{_players}p"))
+
+
+def make(name: str, players: int):
+    module = importlib.import_module(f"envgym.envs.games.{name}")
+    return module.env(num_players=players)
+
+
+def random_game(env, seed: int, rng: np.random.Generator, junk_rate: float = 0.0) -> dict:
+    """Play one game with random legal moves (and some junk); check the loop as we go."""
+    env.reset(seed=seed)
+    assert env.agents == env.possible_agents
+    log = {"observations": [], "actions": [], "returns": dict.fromkeys(env.possible_agents, 0.0)}
+    dead_steps = 0
+    for agent in env.agent_iter(max_iter=10_000):
+        assert agent in env.agents
+        assert set(env.rewards) == set(env.agents) == set(env.terminations)
+        assert set(env.truncations) == set(env.infos) == set(env._cumulative_rewards)
+        obs, reward, terminated, truncated, info = env.last()
+        assert isinstance(obs, str) and obs in env.observation_space(agent)
+        assert isinstance(reward, float) and np.isfinite(reward)
+        assert info["player"] == agent
+        log["observations"].append(obs)
+        log["returns"][agent] += reward
+        if terminated or truncated:
+            assert info["admissible_actions"] == []
+            env.step(None)
+            dead_steps += 1
+            continue
+        legal = info["admissible_actions"]
+        assert legal, "a live agent to move must have a legal move"
+        if rng.random() < junk_rate:
+            action = rng.choice(["", "<answer>nonsense</answer>", "🙂", "\x00" * 3])
+        else:
+            action = f"<answer>{legal[int(rng.integers(len(legal)))]}</answer>"
+        log["actions"].append(action)
+        env.step(action)
+    assert env.agents == [], "the loop must end with every agent removed"
+    assert dead_steps == len(env.possible_agents)
+    return log
+
+
+@pytest.mark.parametrize("name,players", CASES)
+def test_spaces_are_text_per_agent(name, players):
+    env = make(name, players)
+    env.reset(seed=0)
+    assert env.num_agents == players == env.max_num_agents
+    for agent in env.possible_agents:
+        assert isinstance(env.observation_space(agent), spaces.Text)
+        assert isinstance(env.action_space(agent), spaces.Text)
+        assert env.observe(agent) in env.observation_space(agent)
+    assert env.agent_selection in env.agents
+    assert isinstance(env.unwrapped, MultiAgentTextEnv)
+
+
+@pytest.mark.parametrize("name,players", CASES)
+def test_five_hundred_random_games_follow_the_aec_contract(name, players):
+    env = make(name, players)
+    zero_sum = env.unwrapped.zero_sum
+    rng = np.random.default_rng(0)
+    for seed in range(500):
+        log = random_game(env, seed, rng, junk_rate=0.05)
+        if zero_sum:
+            assert sum(log["returns"].values()) == pytest.approx(0.0, abs=1e-9), log["returns"]
+
+
+@pytest.mark.parametrize("name,players", CASES)
+def test_same_seed_and_moves_replay_the_same_game(name, players):
+    first = random_game(make(name, players), 7, np.random.default_rng(3))
+    second = random_game(make(name, players), 7, np.random.default_rng(3))
+    assert first == second
+
+
+@pytest.mark.parametrize("name,players", CASES)
+def test_dead_agent_accepts_only_none(name, players):
+    env = make(name, players)
+    rng = np.random.default_rng(1)
+    env.reset(seed=1)
+    for agent in env.agent_iter(max_iter=10_000):
+        obs, reward, terminated, truncated, info = env.last()
+        if terminated or truncated:
+            with pytest.raises(ValueError, match="None"):
+                env.step("<answer>anything</answer>")
+            return
+        legal = info["admissible_actions"]
+        env.step(f"<answer>{legal[int(rng.integers(len(legal)))]}</answer>")
+    pytest.fail("the game never ended")
+
+
+@pytest.mark.parametrize("name,players", CASES)
+def test_illegal_move_warns_once_then_forfeits(name, players):
+    env = make(name, players)
+    env.reset(seed=2)
+    mover = env.agent_selection
+    before = env.unwrapped._state_key()
+    env.step("<answer>not a move</answer>")
+    assert env.agent_selection == mover, "the player gets a second chance"
+    assert env.infos[mover]["action_valid"] is False
+    assert "Invalid move" in env.observe(mover)
+    assert env.unwrapped._state_key() == before, "an invalid move changes nothing"
+    env.step("still not a move")
+    assert all(env.terminations.values())
+    assert env._cumulative_rewards[mover] == env.unwrapped.illegal_move_penalty
+    if env.unwrapped.zero_sum:
+        assert sum(env._cumulative_rewards.values()) == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("name,players", CASES)
+def test_snapshot_restore_replays_the_rest_of_the_game(name, players):
+    env = make(name, players).unwrapped
+    env.reset(seed=5)
+    rng = np.random.default_rng(5)
+    for _ in range(2):
+        if env.game_over:
+            break
+        legal = env.legal_actions()
+        env.step(f"<answer>{legal[int(rng.integers(len(legal)))]}</answer>")
+    snap = env.snapshot()
+
+    def rest():
+        moves_rng = np.random.default_rng(11)
+        seen = []
+        while env.agents:
+            agent = env.agent_selection
+            obs, reward, terminated, truncated, info = env.last()
+            seen.append((agent, obs, reward, terminated))
+            if terminated or truncated:
+                env.step(None)
+            else:
+                legal = info["admissible_actions"]
+                env.step(f"<answer>{legal[int(moves_rng.integers(len(legal)))]}</answer>")
+        return seen
+
+    original = rest()
+    env.restore(snap)
+    assert rest() == original
+
+
+@pytest.mark.parametrize("name,players", CASES)
+def test_render_and_manual(name, players):
+    module = importlib.import_module(f"envgym.envs.games.{name}")
+    env = module.env(num_players=players, render_mode="ansi")
+    env.reset(seed=0)
+    assert isinstance(env.render(), str) and env.render()
+    doc = module.raw_env.__doc__
+    for section in ("Description", "Action Space", "Rewards", "Episode End", "Version History"):
+        assert section in doc
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.close()
+
+
+def test_wrong_player_count_is_a_clear_error():
+    module = importlib.import_module("envgym.envs.games.tictactoe_v0")
+    with pytest.raises(ValueError, match="is for 2 players"):
+        module.env(num_players=3)

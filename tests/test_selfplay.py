@@ -1,0 +1,166 @@
+"""Games against built-in opponents, self-play rollouts, and role baselines."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import envgym  # noqa: F401
+from envgym.agents import RandomAgent
+from envgym.envs.games import tictactoe_v0
+from envgym.selfplay import RoleBaseline, play_episode, self_play
+
+
+def play_versus(env, agent, seed):
+    obs, info = env.reset(seed=seed)
+    agent.reset()
+    total = 0.0
+    while True:
+        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+        total += reward
+        if terminated or truncated:
+            return total, info
+
+
+def test_perfect_tictactoe_never_loses_to_random_in_1000_games():
+    env = gym.make("envgym/TicTacToe-v0", difficulty="hard")
+    agent = RandomAgent(seed=0)
+    results = [play_versus(env, agent, seed)[0] for seed in range(1000)]
+    seats = [env.reset(seed=s)[1]["player"] for s in range(1000)]
+    assert max(results) <= 0.0, "the random agent must never beat perfect play"
+    assert results.count(-1.0) > 800
+    assert {"player_0", "player_1"} == set(seats), "the seed should vary the agent's seat"
+
+
+def test_perfect_play_draws_against_itself():
+    game = tictactoe_v0.env()
+    rng = np.random.default_rng(0)
+
+    def perfect(obs, info):
+        player = int(info["player"][-1])
+        return f"<answer>{game.unwrapped.optimal_action(player, rng)}</answer>"
+
+    for seed in range(20):
+        trajectories = play_episode(game, perfect, seed=seed)
+        assert [t.episode_return for t in trajectories.values()] == [0.0, 0.0]
+
+
+def test_random_opponent_is_beatable_and_seat_kwarg_holds():
+    env = gym.make("envgym/TicTacToe-v0", difficulty="easy", seat=0)
+    oracle = tictactoe_v0.raw_env()
+    wins = 0
+    for seed in range(50):
+        obs, info = env.reset(seed=seed)
+        assert info["player"] == "player_0"
+        while True:
+            oracle.board = list(env.unwrapped.game.board)
+            move = oracle.optimal_action(0, np.random.default_rng(seed))
+            obs, reward, terminated, truncated, info = env.step(f"<answer>{move}</answer>")
+            if terminated or truncated:
+                wins += info["success"]
+                break
+    assert wins >= 40
+
+
+def test_callable_opponent_sees_its_own_observation():
+    seen = []
+
+    def opponent(obs, info):
+        seen.append((obs, info["player"]))
+        return f"<answer>{info['admissible_actions'][0]}</answer>"
+
+    env = gym.make("envgym/TicTacToe-v0", opponent=opponent, seat=0)
+    env.reset(seed=0)
+    env.step("<answer>5</answer>")
+    assert seen and seen[0][1] == "player_1"
+    assert "You are O" in seen[0][0]
+
+
+def test_invalid_reply_gets_one_retry_then_loses():
+    env = gym.make("envgym/TicTacToe-v0", seat=0)
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step("I pick the middle")
+    assert not terminated and info["action_valid"] is False and "answer" in obs
+    obs, reward, terminated, truncated, info = env.step("<answer>10</answer>")
+    assert terminated and reward == -1.0 and info["success"] is False
+
+
+def test_task_id_replays_the_game_and_bad_options_are_clear():
+    env = gym.make("envgym/TicTacToe-v0", difficulty="medium")
+    obs, info = env.reset(seed=3)
+    again = gym.make("envgym/TicTacToe-v0", difficulty="medium")
+    obs2, info2 = again.reset(options={"task_id": info["task_id"]})
+    assert (obs2, info2["player"]) == (obs, info["player"])
+    with pytest.raises(ValueError, match="not a task id"):
+        env.reset(options={"task_id": "seat9-1"})
+    with pytest.raises(ValueError, match="opponent must be one of"):
+        gym.make("envgym/TicTacToe-v0", opponent="grandmaster")
+    with pytest.raises(ValueError, match="seat must be an integer from 0 to 1"):
+        gym.make("envgym/TicTacToe-v0", seat=2)
+
+
+def test_play_episode_trajectories_carry_zero_sum_returns():
+    game = tictactoe_v0.env()
+    policy = RandomAgent(seed=1)
+    for seed in range(30):
+        trajectories = play_episode(game, policy, seed=seed)
+        returns = {agent: t.episode_return for agent, t in trajectories.items()}
+        assert sum(returns.values()) == 0.0
+        x, o = trajectories["player_0"], trajectories["player_1"]
+        assert len(x.actions) in (len(o.actions), len(o.actions) + 1)
+        assert all(len(t.observations) == len(t.actions) == len(t.rewards) for t in (x, o))
+        assert all(info["player"] == "player_0" for info in x.infos)
+        # The whole reward lands on each player's last move.
+        assert all(r == 0.0 for r in x.rewards[:-1] + o.rewards[:-1])
+
+
+def test_self_play_mixes_in_the_pool_and_rotates_seats():
+    calls = {"self": 0, "past": 0}
+
+    def learner(obs, info):
+        calls["self"] += 1
+        return f"<answer>{info['admissible_actions'][0]}</answer>"
+
+    def past(obs, info):
+        calls["past"] += 1
+        return f"<answer>{info['admissible_actions'][-1]}</answer>"
+
+    episodes = self_play(tictactoe_v0.env, learner, episodes=40, seed=0, pool=[past])
+    names = [sorted(t.policy for t in ep.values()) for ep in episodes]
+    assert ["pool[0]", "self"] in names and ["self", "self"] in names
+    learner_seats = {
+        agent for ep in episodes for agent, t in ep.items() if t.policy == "self" and len(ep) == 2
+    }
+    assert learner_seats == {"player_0", "player_1"}
+    assert calls["past"] > 0
+    with pytest.raises(ValueError):
+        self_play(tictactoe_v0.env, learner, episodes=0)
+
+
+def test_role_baseline_gives_role_conditioned_advantages():
+    baseline = RoleBaseline(decay=0.5)
+    for _ in range(20):
+        baseline.update("player_0", 1.0)
+        baseline.update("player_1", -1.0)
+    assert baseline.advantage("player_0", 1.0) == pytest.approx(0.0, abs=1e-5)
+    assert baseline.advantage("player_1", 1.0) == pytest.approx(2.0, abs=1e-5)
+    with pytest.raises(ValueError):
+        RoleBaseline(decay=1.0)
+
+
+def test_a_person_can_play_the_optimal_opponent_in_the_terminal():
+    moves = "\n".join(str(c) for c in range(1, 10)) + "\n" * 3
+    result = subprocess.run(
+        [sys.executable, "-m", "envgym", "play", "envgym/TicTacToe-v0", "--seed", "4"],
+        input=moves,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "---+---+---" in result.stdout
+    assert "Game over" in result.stdout
