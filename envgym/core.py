@@ -299,6 +299,8 @@ class MultiAgentTextEnv(AECEnv):
       ends, else None.
     - ``_observe(player) -> str``: what `player` sees now.
     - ``_state_key() -> str``: the full game state as text, without history.
+    - ``_information_key(player) -> str``: what `player` knows of it, for that
+      player's ``info["state_key"]``; override it when information is hidden.
 
     and list the attributes holding game state in ``_snapshot_fields``.
     Use ``self._legal(player)`` (cached per game state) rather than calling
@@ -386,6 +388,15 @@ class MultiAgentTextEnv(AECEnv):
     def _render_text(self) -> str:
         return self._state_key()
 
+    def _information_key(self, player: int) -> str:
+        """`info["state_key"]` for `player`: the state as that player knows it.
+
+        Perfect-information games use the full state (the default);
+        imperfect-information games must override this so that no player's
+        info reveals another's hidden cards or dice.
+        """
+        return self._state_key()
+
     def _legal(self, player: int) -> list[str]:
         """`_legal_actions(player)`, computed once per game state."""
         version, who, actions = self._legal_cache
@@ -450,8 +461,7 @@ class MultiAgentTextEnv(AECEnv):
         self._skip_agent_selection = None
         self._new_game(dict(options or {}))
         self.agent_selection = self.possible_agents[self.current]
-        key = self._state_key()
-        self.infos = {a: self._info(a, True, key) for a in self.agents}
+        self.infos = {a: self._info(a, True) for a in self.agents}
         self.infos[self.agent_selection]["system_prompt"] = self.system_prompt
 
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -488,7 +498,7 @@ class MultiAgentTextEnv(AECEnv):
                     f"Invalid move: {error} Try again; legal moves: {legal}. "
                     "Another invalid move this turn loses the game."
                 )
-                self.infos[agent] = self._info(agent, False, self._state_key())
+                self.infos[agent] = self._info(agent, False)
                 return
             final = self._forfeit_rewards(player)
             self.outcome = f"{agent} lost by making two invalid moves in one turn"
@@ -510,13 +520,8 @@ class MultiAgentTextEnv(AECEnv):
             self.outcome = f"stopped after {self.max_moves} moves"
         self._accumulate_rewards()
         self.agent_selection = self.possible_agents[self.current]
-        key = self._state_key()
-        if self.game_over:
-            valid = {a: a != agent or move is not None for a in self.agents}
-            self.infos = {a: self._info(a, valid[a], key) for a in self.agents}
-        else:
-            self.infos[agent] = self._info(agent, move is not None, key)
-            self.infos[self.agent_selection] = self._info(self.agent_selection, True, key)
+        # Every player's info is rebuilt: the state (and so each state_key) changed.
+        self.infos = {a: self._info(a, a != agent or move is not None) for a in self.agents}
         if self.render_mode == "human":
             print(self._render_text())
 
@@ -574,12 +579,12 @@ class MultiAgentTextEnv(AECEnv):
             return []
         return list(self._legal(self._index[agent]))
 
-    def _info(self, agent: str, action_valid: bool, state_key: str) -> dict[str, Any]:
+    def _info(self, agent: str, action_valid: bool) -> dict[str, Any]:
         to_move = agent == self.agent_selection and not self.game_over
         return {
             "player": agent,
             "turn": self.moves,
             "action_valid": action_valid,
-            "state_key": state_key,
+            "state_key": self._information_key(self._index[agent]),
             "admissible_actions": list(self._legal(self._index[agent])) if to_move else [],
         }

@@ -1,0 +1,297 @@
+"""Connect Four: the PettingZoo game and the single-agent envgym/ConnectFour-v0."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, ClassVar
+
+from envgym.core import MultiAgentTextEnv
+from envgym.selfplay import VersusEnv
+
+__all__ = ["ConnectFour", "ConnectFourEnv"]
+
+ROWS, COLUMNS = 6, 7
+MARKS = ("X", "O")
+
+# Bitboards: cell (column c, row r from the bottom) is bit c * 7 + r. Each column
+# has one spare bit on top, so a line's shifted copies never wrap into the next
+# column, and "mask + bottom" fills the lowest empty cell of every column.
+_STRIDE = ROWS + 1
+_BOTTOM = [1 << (c * _STRIDE) for c in range(COLUMNS)]
+_BOTTOM_ROW = sum(_BOTTOM)
+_COLUMN = [((1 << ROWS) - 1) << (c * _STRIDE) for c in range(COLUMNS)]
+_TOP = [1 << (ROWS - 1 + c * _STRIDE) for c in range(COLUMNS)]
+_FULL = sum(_COLUMN)
+# Search the centre first: central moves are usually best, so alpha-beta cuts sooner.
+_ORDER = (3, 2, 4, 1, 5, 0, 6)
+_CENTRE = _COLUMN[3]
+_CENTRE_WEIGHT = 3
+# Heuristic worth of a line of four holding n stones of one side and none of the other.
+_LINE_WEIGHT = (0, 0, 2, 8, 0)
+_WIN = 1_000_000
+_INF = 10 * _WIN
+
+
+def _lines() -> tuple[int, ...]:
+    """Every set of four cells in a row, column or diagonal, as bitmasks."""
+    lines = []
+    for c in range(COLUMNS):
+        for r in range(ROWS):
+            for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
+                end_c, end_r = c + 3 * dc, r + 3 * dr
+                if 0 <= end_c < COLUMNS and 0 <= end_r < ROWS:
+                    lines.append(sum(1 << ((c + k * dc) * _STRIDE + r + k * dr) for k in range(4)))
+    return tuple(lines)
+
+
+_LINES = _lines()
+
+
+def _has_four(stones: int) -> bool:
+    """True if `stones` hold four in a row in any direction."""
+    for shift in (1, _STRIDE, _STRIDE - 1, _STRIDE + 1):
+        pairs = stones & (stones >> shift)
+        if pairs & (pairs >> (2 * shift)):
+            return True
+    return False
+
+
+def _winning_cells(stones: int, mask: int) -> int:
+    """Empty cells where one more stone would give `stones` four in a row."""
+    # Vertical: three stacked stones below the cell.
+    cells = (stones << 1) & (stones << 2) & (stones << 3)
+    for shift in (_STRIDE, _STRIDE - 1, _STRIDE + 1):  # horizontal and both diagonals
+        pair = (stones << shift) & (stones << 2 * shift)
+        cells |= pair & (stones << 3 * shift)
+        cells |= pair & (stones >> shift)
+        pair = (stones >> shift) & (stones >> 2 * shift)
+        cells |= pair & (stones << shift)
+        cells |= pair & (stones >> 3 * shift)
+    return cells & (_FULL ^ mask)
+
+
+def _evaluate(me: int, other: int) -> int:
+    """Positional score for the side to move: open twos and threes, centre stones."""
+    score = _CENTRE_WEIGHT * ((me & _CENTRE).bit_count() - (other & _CENTRE).bit_count())
+    for line in _LINES:
+        mine = me & line
+        theirs = other & line
+        if mine:
+            if not theirs:
+                score += _LINE_WEIGHT[mine.bit_count()]
+        elif theirs:
+            score -= _LINE_WEIGHT[theirs.bit_count()]
+    return score
+
+
+def _negamax(me: int, mask: int, depth: int, alpha: int, beta: int) -> int:
+    """Alpha-beta negamax value of the position for the side to move (`me`).
+
+    A win found with `depth` plies left scores ``_WIN + depth``, so sooner wins
+    (and later losses) are preferred; at depth 0 the heuristic decides.
+    """
+    playable = (mask + _BOTTOM_ROW) & _FULL
+    if not playable:
+        return 0  # full board: draw
+    if _winning_cells(me, mask) & playable:
+        return _WIN + depth
+    threats = _winning_cells(me ^ mask, mask)
+    forced = playable & threats
+    if forced:
+        if forced & (forced - 1):
+            return -(_WIN + depth - 1)  # two threats to block: the opponent wins next
+        candidates = forced
+    else:
+        # Never fill the cell under an opponent's threat: they would play on top.
+        candidates = playable & ~(threats >> 1)
+        if not candidates:
+            return -(_WIN + depth - 1)
+    if depth <= 0:
+        return _evaluate(me, me ^ mask)
+    other = me ^ mask
+    best = -_INF
+    for column in _ORDER:
+        move = candidates & _COLUMN[column]
+        if not move:
+            continue
+        value = -_negamax(other, mask | move, depth - 1, -beta, -alpha)
+        if value > best:
+            best = value
+            if value > alpha:
+                alpha = value
+                if alpha >= beta:
+                    break
+    return best
+
+
+@lru_cache(maxsize=1 << 16)
+def best_columns(me: int, other: int, depth: int) -> tuple[int, ...]:
+    """Every column (0-based) whose search value is the best for the side to
+    move, with `me` and `other` its and the opponent's stones as bitboards.
+
+    Immediate wins come first, then forced blocks, then a depth-limited
+    alpha-beta negamax with the positional heuristic at the leaves. Cached:
+    openings and the positions of replayed games come back often.
+    """
+    mask = me | other
+    playable = (mask + _BOTTOM_ROW) & _FULL
+    columns = [c for c in range(COLUMNS) if playable & _COLUMN[c]]
+    wins = _winning_cells(me, mask) & playable
+    if wins:
+        return tuple(c for c in columns if wins & _COLUMN[c])
+    blocks = _winning_cells(other, mask) & playable
+    if blocks:
+        return tuple(c for c in columns if blocks & _COLUMN[c])
+    best, chosen = -_INF, []
+    for column in _ORDER:
+        move = playable & _COLUMN[column]
+        if not move:
+            continue
+        # A window just below `best` gives exact values for ties, bounds for worse moves.
+        value = -_negamax(other, mask | move, depth - 1, -_INF, -(best - 1))
+        if value > best:
+            best, chosen = value, [column]
+        elif value == best:
+            chosen.append(column)
+    return tuple(sorted(chosen))
+
+
+class ConnectFour(MultiAgentTextEnv):
+    """Connect Four for two players on a 6-row, 7-column board.
+
+    ## Description
+    Players take turns dropping a stone into one of seven columns; it falls to
+    the lowest empty cell. ``player_0`` plays X and moves first, ``player_1``
+    plays O. Four stones of one player in a row, column or diagonal win; a full
+    board without a line of four is a draw.
+
+    ## Action Space
+    Text: a column number (1-7, left to right) in answer tags, e.g.
+    ``<answer>4</answer>``. Only columns that are not full are legal. A reply
+    that is not a legal column gets a warning and the player moves again; a
+    second invalid reply in the same turn loses the game.
+
+    ## Observation Space
+    Text: the player's mark, the last move (who dropped where), the board with
+    the column numbers above it (``X``, ``O``, ``.`` for empty; bottom row
+    last), and the open columns when it is the player's turn.
+
+    ## Starting State
+    An empty board, X to move.
+
+    ## Rewards
+    Zero-sum: +1 for a win, -1 for a loss, 0 for a draw, given when the game
+    ends. Losing by two invalid replies counts as a loss (-1, opponent +1).
+
+    ## Episode End
+    Four in a row, a full board (42 stones: a draw), or a forfeit.
+
+    ## Arguments
+    ``search_depth`` (default 4): plies of the built-in alpha-beta search that
+    plays `optimal_action` (it takes an immediate win, blocks an immediate
+    loss, and scores leaves by open twos and threes and centre stones).
+    ``illegal_retries`` (default 1): invalid replies forgiven per turn.
+    Single-agent ``envgym/ConnectFour-v0``: ``difficulty`` easy/medium/hard is
+    the opponent (random / the search half of the time / the search),
+    ``opponent`` and ``seat`` override it (see `envgym.selfplay.VersusEnv`).
+    Its turn limit (``max_turns``) defaults to 50, enough for the agent's 21
+    moves with a retry each.
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "human"],
+        "name": "connect_four_v0",
+        "is_parallelizable": False,
+    }
+    default_max_moves: ClassVar[int] = ROWS * COLUMNS
+    _snapshot_fields: ClassVar[tuple[str, ...]] = ("stones", "last_move")
+    system_prompt: ClassVar[str] = (
+        "You are playing Connect Four on a board of 6 rows and 7 columns. Players "
+        "take turns dropping a stone into a column; it falls to the lowest empty "
+        "cell. Four of your stones in a row, column or diagonal win. Columns are "
+        "numbered 1-7 from left to right. Reply with the number of a column that is "
+        "not full in answer tags, e.g. <answer>4</answer>."
+    )
+
+    def __init__(self, *, search_depth: int = 4, **kwargs: Any) -> None:
+        if not isinstance(search_depth, int) or isinstance(search_depth, bool) or search_depth < 1:
+            raise ValueError(f"search_depth must be a positive integer, got {search_depth!r}")
+        super().__init__(**kwargs)
+        self.search_depth = search_depth
+        self.stones = [0, 0]
+        self.last_move = ""
+
+    def _new_game(self, options: dict[str, Any]) -> None:
+        self.stones = [0, 0]
+        self.current = 0
+        self.last_move = ""
+
+    def _legal_actions(self, player: int) -> list[str]:
+        mask = self.stones[0] | self.stones[1]
+        return [str(c + 1) for c in range(COLUMNS) if not mask & _TOP[c]]
+
+    def _apply(self, player: int, action: str) -> dict[int, float] | None:
+        column = int(action) - 1
+        mask = self.stones[0] | self.stones[1]
+        move = (mask + _BOTTOM[column]) & _COLUMN[column]
+        self.stones[player] |= move
+        mark = MARKS[player]
+        self.last_move = f"{mark} dropped a stone in column {action}"
+        self.current = 1 - player
+        if _has_four(self.stones[player]):
+            self.outcome = f"{mark} wins with four in a row"
+            return {player: 1.0, 1 - player: -1.0}
+        if mask | move == _FULL:
+            self.outcome = "draw, the board is full"
+            return {0: 0.0, 1: 0.0}
+        return None
+
+    def _rows(self) -> list[str]:
+        """The board as text rows, top row first."""
+        x, o = self.stones
+        rows = []
+        for r in range(ROWS - 1, -1, -1):
+            cells = []
+            for c in range(COLUMNS):
+                bit = 1 << (c * _STRIDE + r)
+                cells.append("X" if x & bit else "O" if o & bit else ".")
+            rows.append("".join(cells))
+        return rows
+
+    def _grid(self) -> str:
+        header = " ".join(str(c + 1) for c in range(COLUMNS))
+        return "\n".join([header, *(" ".join(row) for row in self._rows())])
+
+    def _observe(self, player: int) -> str:
+        head = f"You are {MARKS[player]}."
+        if self.last_move:
+            head += f" Last move: {self.last_move}."
+        if self.outcome:
+            return f"{head} Game over: {self.outcome}.\n{self._grid()}"
+        if player != self.current:
+            return f"{head} Waiting for {MARKS[self.current]}.\n{self._grid()}"
+        legal = self._legal(player)
+        return (
+            f"{head} Your move.\n{self._grid()}\n"
+            f"Reply with a column number in answer tags, e.g. <answer>{legal[0]}</answer>. "
+            f"Open columns: {', '.join(legal)}."
+        )
+
+    def _state_key(self) -> str:
+        return "/".join(self._rows()) + f":{MARKS[self.current]}"
+
+    def _render_text(self) -> str:
+        return self._grid()
+
+    def optimal_action(self, player: int, rng: Any) -> str:
+        best = best_columns(self.stones[player], self.stones[1 - player], self.search_depth)
+        return str(best[int(rng.integers(len(best)))] + 1)
+
+
+class ConnectFourEnv(VersusEnv):
+    __doc__ = ConnectFour.__doc__
+    game_cls = ConnectFour
+    default_max_turns: ClassVar[int] = 50
