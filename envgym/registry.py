@@ -46,6 +46,41 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         tags=("puzzle", "navigation", "multi-turn", "grid", "stochastic-option"),
         oracle="envgym.envs.frozenlake.oracle:FrozenLakeOracle",
     ),
+    EnvSpec(
+        id="envgym/TicTacToe-v0",
+        entry_point="envgym.envs.games.tictactoe:TicTacToeEnv",
+        description="TicTacToe against a built-in opponent (perfect minimax play on hard)",
+        tags=("game", "two-player", "zero-sum", "self-play", "multi-turn"),
+        default_difficulty="hard",
+    ),
+    EnvSpec(
+        id="envgym/ConnectFour-v0",
+        entry_point="envgym.envs.games.connect_four:ConnectFourEnv",
+        description="Connect Four against a built-in opponent (depth-limited search on hard)",
+        tags=("game", "two-player", "zero-sum", "self-play", "multi-turn"),
+        default_difficulty="hard",
+    ),
+    EnvSpec(
+        id="envgym/KuhnPoker-v0",
+        entry_point="envgym.envs.games.kuhn_poker:KuhnPokerEnv",
+        description="Kuhn poker against a built-in opponent (Nash equilibrium on hard)",
+        tags=("game", "two-player", "zero-sum", "self-play", "imperfect-information"),
+        default_difficulty="hard",
+    ),
+    EnvSpec(
+        id="envgym/SimpleNegotiation-v0",
+        entry_point="envgym.envs.games.simple_negotiation:SimpleNegotiationEnv",
+        description="Trade resources toward private valuations against a built-in negotiator",
+        tags=("game", "two-player", "negotiation", "self-play", "imperfect-information"),
+        default_difficulty="hard",
+    ),
+    EnvSpec(
+        id="envgym/LiarsDice-v0",
+        entry_point="envgym.envs.games.liars_dice:LiarsDiceEnv",
+        description="Liar's Dice (2-4 players) against built-in bidders",
+        tags=("game", "multi-player", "zero-sum", "self-play", "imperfect-information"),
+        default_difficulty="hard",
+    ),
 )
 
 

@@ -105,7 +105,7 @@ def test_dead_agent_accepts_only_none(name, players):
     env = make(name, players)
     rng = np.random.default_rng(1)
     env.reset(seed=1)
-    for agent in env.agent_iter(max_iter=10_000):
+    for _agent in env.agent_iter(max_iter=10_000):
         obs, reward, terminated, truncated, info = env.last()
         if terminated or truncated:
             with pytest.raises(ValueError, match="None"):
@@ -183,3 +183,18 @@ def test_wrong_player_count_is_a_clear_error():
     module = importlib.import_module("envgym.envs.games.tictactoe_v0")
     with pytest.raises(ValueError, match="is for 2 players"):
         module.env(num_players=3)
+
+
+@pytest.mark.parametrize("name,players", CASES)
+def test_every_players_info_is_current_after_every_move(name, players):
+    """All infos are rebuilt each step: none keeps a stale state key or turn."""
+    env = make(name, players).unwrapped
+    rng = np.random.default_rng(0)
+    for seed in range(30):
+        env.reset(seed=seed)
+        while not env.game_over:
+            for player, agent in enumerate(env.possible_agents):
+                assert env.infos[agent]["state_key"] == env._information_key(player)
+                assert env.infos[agent]["turn"] == env.moves
+            legal = env.legal_actions()
+            env.step(f"<answer>{legal[int(rng.integers(len(legal)))]}</answer>")
