@@ -172,13 +172,13 @@ def _source_files(module_name: str) -> tuple[Path, list[Path]]:
 
 
 #: envgym modules whose code decides what every env does with an action.
-_SHARED_ENV_SOURCES = ("core.py", "parsing.py")
+_SHARED_ENV_SOURCES = ("core.py", "parsing.py", "selfplay.py", "text.py")
 
 
 def env_hash(env_id: str) -> str:
     """``sha256:<hex>`` over the source files of the env's package and of the
-    envgym modules every env's behaviour runs through (the base class and the
-    action parsers).
+    envgym modules every env's behaviour runs through (the base classes, the
+    action parsers, the game-versus-opponent adapter).
 
     Any change to that code or the env's data files changes it; paths are
     hashed relative to their package, so the hash is the same on every machine.

@@ -41,15 +41,6 @@ def envgym_cli(*args: str, input: str | None = None, cwd: Path | None = None):
     )
 
 
-def _needs(env_id: str) -> None:
-    spec = next(s for s in list_envs() if s.id == env_id)
-    module, _, name = spec.entry_point.partition(":")
-    try:
-        getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        pytest.skip(f"{env_id} does not import yet: {exc}")
-
-
 def _oracle_lines(env_id: str, seed: int, **kwargs) -> list[str]:
     """The oracle's moves for one episode, as a person would type them (no tags)."""
     env = gym.make(env_id, **kwargs)
@@ -88,7 +79,6 @@ def test_list_by_tag_and_unknown_tag(guess_env, capsys):
 
 # -------------------------------------------------------------------- info
 def test_info_prints_the_sokoban_manual():
-    _needs("envgym/Sokoban-v0")
     result = envgym_cli("info", "envgym/Sokoban-v0")
     assert result.returncode == 0, result.stderr
     env_cls = gym.spec("envgym/Sokoban-v0").entry_point
@@ -109,7 +99,6 @@ def test_info_accepts_the_short_id(guess_env, capsys):
 
 # -------------------------------------------------------------------- play
 def test_play_frozenlake_with_piped_moves_reaches_the_goal():
-    _needs("envgym/FrozenLake-v0")
     lines = _oracle_lines("envgym/FrozenLake-v0", seed=4, difficulty="medium")
     result = envgym_cli(
         "play",
@@ -127,7 +116,6 @@ def test_play_frozenlake_with_piped_moves_reaches_the_goal():
 
 
 def test_play_quit_and_end_of_input_stop_the_game():
-    _needs("envgym/FrozenLake-v0")
     quit_run = envgym_cli("play", "envgym/FrozenLake-v0", "--seed", "1", input="Jump\nquit\nUp\n")
     assert quit_run.returncode == 0, quit_run.stderr
     assert "[invalid action]" in quit_run.stdout  # "Jump" was sent and rejected
@@ -161,7 +149,6 @@ def test_play_runs_out_of_turns(guess_env, monkeypatch, capsys):
 
 # -------------------------------------------------------------------- eval
 def test_eval_writes_a_valid_results_file_and_prints_a_table(tmp_path):
-    _needs("envgym/FrozenLake-v0")
     out = tmp_path / "runs" / "f.json"
     result = envgym_cli(
         "eval",
@@ -245,8 +232,6 @@ def test_baselines_covers_every_difficulty_and_agent(guess_env, tmp_path, capsys
 
 
 def test_baselines_on_the_real_envs():
-    for spec in list_envs():
-        _needs(spec.id)
     result = envgym_cli("baselines", "--episodes", "2")
     assert result.returncode == 0, result.stderr
     rows = {tuple(line.split()[:3]) for line in result.stdout.splitlines()}
