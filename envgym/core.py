@@ -362,6 +362,7 @@ class MultiAgentTextEnv(AECEnv):
         # Bumped whenever the game state changes; keys the legal-move cache.
         self._version = 0
         self._legal_cache: tuple[int, int, list[str]] = (-1, -1, [])
+        self._key_cache: tuple[int, str] = (-1, "")
         self.agents = []
         self.current = 0
         self.moves = 0
@@ -395,7 +396,15 @@ class MultiAgentTextEnv(AECEnv):
         imperfect-information games must override this so that no player's
         info reveals another's hidden cards or dice.
         """
-        return self._state_key()
+        return self._current_state_key()
+
+    def _current_state_key(self) -> str:
+        """`_state_key()`, computed once per game state."""
+        version, key = self._key_cache
+        if version != self._version:
+            key = self._state_key()
+            self._key_cache = (self._version, key)
+        return key
 
     def _legal(self, player: int) -> list[str]:
         """`_legal_actions(player)`, computed once per game state."""

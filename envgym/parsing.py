@@ -27,6 +27,7 @@ __all__ = [
 ]
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_THINK_TAG = re.compile(r"think>", re.IGNORECASE)
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL | re.IGNORECASE)
 _TAG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 # Lower-case ASCII only: str.lower() can change a string's length ("İ" becomes two
@@ -58,7 +59,7 @@ def strip_think(text: str) -> str:
     """Remove reasoning: closed ``<think>`` blocks, text before a lone ``</think>``
     (chat templates that open the block in the prompt), and an unclosed ``<think>``
     to the end (a reply cut off mid-thought)."""
-    if "hink>" not in text and "hink>" not in text.translate(_ASCII_LOWER):
+    if _THINK_TAG.search(text) is None:
         return text
     text = _THINK_BLOCK.sub("", text)
     lowered = text.translate(_ASCII_LOWER)
