@@ -2,10 +2,12 @@
 
 Each env is measured unwrapped and through `gym.make` (the wrappers a user
 gets), with single-move replies chosen at random from the admissible actions
-and drawn before timing. Steps/s is the best of three passes; reset latency
-percentiles use every reset. Gymnasium's own FrozenLake-v1, an integer-action toy
-env, is measured in the same run as the baseline, so the ratios hold on a
-noisy machine.
+and drawn before timing (for games, from the moves seen in a few random
+episodes, so some replies are illegal, as a model's would be). Game rows take
+a twentieth of the steps: each game step also plays the opponents. Steps/s is
+the best of three passes; reset latency percentiles use every reset.
+Gymnasium's own FrozenLake-v1, an integer-action toy env, is measured in the
+same run as the baseline, so the ratios hold on a noisy machine.
 
     python benchmarks/env_throughput.py            # every id, every difficulty
     python benchmarks/env_throughput.py --quick    # fewer samples
@@ -54,6 +56,22 @@ def measure_resets(env: gym.Env, count: int) -> list[float]:
     return times
 
 
+def _random_replies(env: gym.Env, rng: np.random.Generator, count: int) -> list[str]:
+    """Replies naming a random legal move; where legal moves change (games), drawn
+    from the moves seen over a few random episodes, so some are illegal (as a
+    model's would be)."""
+    seen: list[str] = []
+    obs, info = env.reset(seed=0)
+    for _ in range(200):
+        moves = info["admissible_actions"]
+        seen.extend(m for m in moves if m not in seen)
+        reply = f"<answer>{moves[int(rng.integers(len(moves)))]}</answer>" if moves else ""
+        obs, _, terminated, truncated, info = env.step(reply)
+        if terminated or truncated:
+            obs, info = env.reset()
+    return [f"<answer>{seen[i]}</answer>" for i in rng.integers(0, len(seen), count)]
+
+
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
@@ -77,13 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(("gymnasium FrozenLake-v1 (baseline)", "-", base_steps, None, base_reset, None))
 
     for spec in envgym.list_envs():
+        # A game step also plays the opponents (a search, on hard): fewer steps.
+        steps = args.steps // 20 if "game" in spec.tags else args.steps
         for level in spec.difficulties:
             env = gym.make(spec.id, difficulty=level, max_turns=10**9)
-            _, info = env.reset(seed=0)
-            moves = info["admissible_actions"]
-            replies = [
-                f"<answer>{moves[i]}</answer>" for i in rng.integers(0, len(moves), args.steps)
-            ]
+            replies = _random_replies(env, rng, steps)
             unwrapped = measure_steps(env.unwrapped, replies)
             wrapped = measure_steps(env, replies)
             resets = measure_resets(env, args.resets)
