@@ -24,7 +24,9 @@ import envgym
 import envgym.envs.games as games_pkg
 
 
-def play_envgym(env, games: int, seed: int = 0) -> tuple[int, float]:
+def play(env, games: int, choose, seed: int = 0) -> tuple[int, float]:
+    """Moves and seconds for `games` random games; `choose(obs, info, u)` picks a
+    move from a uniform draw `u`."""
     rng = np.random.default_rng(seed)
     draws = rng.random(games * 400).tolist()
     k = moves = 0
@@ -32,34 +34,24 @@ def play_envgym(env, games: int, seed: int = 0) -> tuple[int, float]:
     for game in range(games):
         env.reset(seed=seed + game)
         for _agent in env.agent_iter():
-            _, _, terminated, truncated, info = env.last()
+            obs, _, terminated, truncated, info = env.last()
             if terminated or truncated:
                 env.step(None)
                 continue
-            legal = info["admissible_actions"]
-            env.step(f"<answer>{legal[int(draws[k] * len(legal))]}</answer>")
+            env.step(choose(obs, info, draws[k]))
             k = (k + 1) % len(draws)
             moves += 1
     return moves, time.perf_counter() - start
 
 
-def play_pettingzoo(env, games: int, seed: int = 0) -> tuple[int, float]:
-    rng = np.random.default_rng(seed)
-    draws = rng.random(games * 400).tolist()
-    k = moves = 0
-    start = time.perf_counter()
-    for game in range(games):
-        env.reset(seed=seed + game)
-        for _agent in env.agent_iter():
-            obs, _, terminated, truncated, _ = env.last()
-            if terminated or truncated:
-                env.step(None)
-                continue
-            legal = np.flatnonzero(obs["action_mask"])
-            env.step(int(legal[int(draws[k] * len(legal))]))
-            k = (k + 1) % len(draws)
-            moves += 1
-    return moves, time.perf_counter() - start
+def envgym_move(obs: str, info: dict, u: float) -> str:
+    legal = info["admissible_actions"]
+    return f"<answer>{legal[int(u * len(legal))]}</answer>"
+
+
+def pettingzoo_move(obs: dict, info: dict, u: float) -> int:
+    legal = np.flatnonzero(obs["action_mask"])
+    return int(legal[int(u * len(legal))])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,19 +65,19 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as exc:  # pygame is in the dev extra
         message = f"PettingZoo's classic games need pygame ({exc}); pip install pygame"
         raise SystemExit(message) from None
-    contenders = [("pettingzoo tictactoe_v3 (baseline)", 2, play_pettingzoo, tictactoe_v3.env())]
+    contenders = [("pettingzoo tictactoe_v3 (baseline)", 2, pettingzoo_move, tictactoe_v3.env())]
     names = sorted(n for _, n, _ in pkgutil.iter_modules(games_pkg.__path__) if n.endswith("_v0"))
     for name in names:
         module = importlib.import_module(f"envgym.envs.games.{name}")
         for players in module.raw_env.player_counts:
             env = module.env(num_players=players)
-            contenders.append((f"envgym {name}", players, play_envgym, env))
+            contenders.append((f"envgym {name}", players, envgym_move, env))
     # Rounds interleave every contender, so a noisy stretch hits all of them;
     # each keeps its best round (a busy machine only ever slows a run down).
     best = [0.0] * len(contenders)
     for _ in range(args.rounds):
-        for i, (_, _, play, env) in enumerate(contenders):
-            moves, seconds = play(env, args.games)
+        for i, (_, _, choose, env) in enumerate(contenders):
+            moves, seconds = play(env, args.games, choose)
             best[i] = max(best[i], moves / seconds)
     base = best[0]
     rows = [(c[0], c[1], rate) for c, rate in zip(contenders, best, strict=True)]

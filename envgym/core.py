@@ -10,6 +10,7 @@ writes its rules.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -49,6 +50,21 @@ INFO_KEYS = (
 
 OBSERVATION_MAX_LENGTH = 16_384
 ACTION_MAX_LENGTH = 8_192
+
+
+def render_text(render_mode: str | None, text: Callable[[], str]) -> str | None:
+    """``render()`` for text envs: "ansi" returns the text, "human" prints it."""
+    if render_mode is None:
+        gym.logger.warn(
+            "render() called without a render_mode; create the env with "
+            "render_mode='ansi' or 'human' to see it as text"
+        )
+        return None
+    out = text()
+    if render_mode == "human":
+        print(out)
+        return None
+    return out
 
 
 @dataclass
@@ -189,17 +205,7 @@ class TextEnv(gym.Env[str, str]):
         return turn.observation, reward, terminated, truncated, info
 
     def render(self) -> str | None:
-        if self.render_mode is None:
-            gym.logger.warn(
-                "render() called without a render_mode; pass render_mode='ansi' or 'human' "
-                "to gym.make to see the env as text"
-            )
-            return None
-        text = self._render_text()
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return render_text(self.render_mode, self._render_text)
 
     # --------------------------------------------------------------- forking
     def snapshot(self) -> Any:
@@ -535,14 +541,7 @@ class MultiAgentTextEnv(AECEnv):
             print(self._render_text())
 
     def render(self) -> str | None:
-        if self.render_mode is None:
-            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi'")
-            return None
-        text = self._render_text()
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return render_text(self.render_mode, self._render_text)
 
     def close(self) -> None:
         pass

@@ -28,22 +28,23 @@ def test_every_spec_is_registered_with_gymnasium():
         assert env_id.startswith("envgym/")
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
-def test_gymnasium_checker_passes_unwrapped(env_id):
-    env = gym.make(env_id)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        check_env(env.unwrapped)
+#: Constructor arguments beyond difficulty that change an env's shape.
+VARIANTS = [
+    ("envgym/FrozenLake-v0", {"slippery": True}),
+    ("envgym/LiarsDice-v0", {"num_players": 4}),
+    ("envgym/Sokoban-v0", {"size": (7, 9), "num_boxes": 2}),
+]
+CHECK_CASES = [(env_id, {"difficulty": level}) for env_id, level in ID_AND_DIFFICULTY] + VARIANTS
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
-def test_gymnasium_checker_passes_through_make(env_id):
-    env = gym.make(env_id)
+@pytest.mark.parametrize("env_id,kwargs", CHECK_CASES)
+def test_gymnasium_checker_passes_unwrapped_and_through_make(env_id, kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        check_env(gym.make(env_id, **kwargs).unwrapped)
         # The checker always notes that a made env is wrapped; nothing else may warn.
         warnings.filterwarnings("ignore", message=".*is different from the unwrapped version.*")
-        check_env(env)
+        check_env(gym.make(env_id, **kwargs))
 
 
 def _first_resets(env_id: str, difficulty: str, seeds: list[int]) -> list[list[str]]:

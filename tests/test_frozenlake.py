@@ -5,12 +5,10 @@ from __future__ import annotations
 import math
 import pickle
 import re
-import warnings
 from collections import Counter, deque
 
 import gymnasium as gym
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 import envgym  # noqa: F401  (registers the ids)
 from envgym.agents import RandomAgent, make_agent
@@ -428,18 +426,3 @@ def test_snapshot_restore_replays_identically(slippery):
     other.reset(seed=123)
     other.restore(pickle.loads(pickle.dumps(snap)))
     assert play(other) == first
-
-
-# ----------------------------------------------------------------- checkers
-def _check_strict(env: gym.Env) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        # Only the notice that a wrapped env is being checked is expected.
-        warnings.filterwarnings("ignore", message=".*different from the unwrapped version.*")
-        check_env(env)
-
-
-@pytest.mark.parametrize("kwargs", [{}, {"slippery": True}, {"difficulty": "hard"}])
-def test_gymnasium_env_checker_passes(kwargs):
-    _check_strict(gym.make(ENV_ID, **kwargs).unwrapped)
-    _check_strict(gym.make(ENV_ID, **kwargs))

@@ -5,13 +5,12 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from envgym.core import MultiAgentTextEnv
+from envgym.envs.games.board import MARKS, MarkGame
 from envgym.selfplay import VersusEnv
 
 __all__ = ["ConnectFour", "ConnectFourEnv"]
 
 ROWS, COLUMNS = 6, 7
-MARKS = ("X", "O")
 
 # Bitboards: cell (column c, row r from the bottom) is bit c * 7 + r. Each column
 # has one spare bit on top, so a line's shifted copies never wrap into the next
@@ -156,7 +155,7 @@ def best_columns(me: int, other: int, depth: int) -> tuple[int, ...]:
     return tuple(sorted(chosen))
 
 
-class ConnectFour(MultiAgentTextEnv):
+class ConnectFour(MarkGame):
     """Connect Four for two players on a 6-row, 7-column board.
 
     ## Description
@@ -201,6 +200,8 @@ class ConnectFour(MultiAgentTextEnv):
     * v0: initial version.
     """
 
+    move_prompt: ClassVar[str] = "a column number"
+    moves_label: ClassVar[str] = "Open columns"
     metadata: ClassVar[dict[str, Any]] = {
         "render_modes": ["ansi", "human"],
         "name": "connect_four_v0",
@@ -264,21 +265,6 @@ class ConnectFour(MultiAgentTextEnv):
     def _grid(self) -> str:
         header = " ".join(str(c + 1) for c in range(COLUMNS))
         return "\n".join([header, *(" ".join(row) for row in self._rows())])
-
-    def _observe(self, player: int) -> str:
-        head = f"You are {MARKS[player]}."
-        if self.last_move:
-            head += f" Last move: {self.last_move}."
-        if self.outcome:
-            return f"{head} Game over: {self.outcome}.\n{self._grid()}"
-        if player != self.current:
-            return f"{head} Waiting for {MARKS[self.current]}.\n{self._grid()}"
-        legal = self._legal(player)
-        return (
-            f"{head} Your move.\n{self._grid()}\n"
-            f"Reply with a column number in answer tags, e.g. <answer>{legal[0]}</answer>. "
-            f"Open columns: {', '.join(legal)}."
-        )
 
     def _state_key(self) -> str:
         return "/".join(self._rows()) + f":{MARKS[self.current]}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, ClassVar
 
-from envgym.core import MultiAgentTextEnv
+from envgym.envs.games.board import MARKS, MarkGame
 from envgym.selfplay import VersusEnv
 
 __all__ = ["TicTacToe", "TicTacToeEnv"]
@@ -13,10 +13,9 @@ __all__ = ["TicTacToe", "TicTacToeEnv"]
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 #: The lines through each cell: a move can only complete one of these.
 LINES_THROUGH = tuple(tuple(line for line in LINES if cell in line) for cell in range(9))
-MARKS = ("X", "O")
 
 
-class TicTacToe(MultiAgentTextEnv):
+class TicTacToe(MarkGame):
     """TicTacToe for two players.
 
     ## Description
@@ -54,6 +53,8 @@ class TicTacToe(MultiAgentTextEnv):
     * v0: initial version.
     """
 
+    move_prompt: ClassVar[str] = "an empty cell"
+    moves_label: ClassVar[str] = "Empty cells"
     metadata: ClassVar[dict[str, Any]] = {
         "render_modes": ["ansi", "human"],
         "name": "tictactoe_v0",
@@ -94,21 +95,6 @@ class TicTacToe(MultiAgentTextEnv):
         cells = [c if c != " " else str(i + 1) for i, c in enumerate(self.board)]
         rows = [" " + " | ".join(cells[r * 3 : r * 3 + 3]) for r in range(3)]
         return "\n---+---+---\n".join(rows)
-
-    def _observe(self, player: int) -> str:
-        head = f"You are {MARKS[player]}."
-        if self.last_move:
-            head += f" Last move: {self.last_move}."
-        if self.outcome:
-            return f"{head} Game over: {self.outcome}.\n{self._grid()}"
-        if player != self.current:
-            return f"{head} Waiting for {MARKS[self.current]}.\n{self._grid()}"
-        legal = self._legal(player)
-        return (
-            f"{head} Your move.\n{self._grid()}\n"
-            f"Reply with an empty cell in answer tags, e.g. <answer>{legal[0]}</answer>. "
-            f"Empty cells: {', '.join(legal)}."
-        )
 
     def _state_key(self) -> str:
         return "".join(c if c != " " else "." for c in self.board) + f":{MARKS[self.current]}"
