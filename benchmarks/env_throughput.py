@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resets", type=int, default=1000, help="resets per difficulty")
     parser.add_argument("--quick", action="store_true", help="20k steps, 200 resets")
     parser.add_argument("--json", help="also write the numbers to this file")
+    parser.add_argument("--ids", nargs="+", help="only these env ids (default: all)")
     args = parser.parse_args(argv)
     if args.quick:
         args.steps, args.resets = 20_000, 200
@@ -94,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     base_reset = statistics.median(measure_resets(baseline, args.resets))
     rows.append(("gymnasium FrozenLake-v1 (baseline)", "-", base_steps, None, base_reset, None))
 
-    for spec in envgym.list_envs():
+    specs = [s for s in envgym.list_envs() if not args.ids or s.id in args.ids]
+    for spec in specs:
         # A game step also plays the opponents (a search, on hard): fewer steps.
         steps = args.steps // 20 if "game" in spec.tags else args.steps
         for level in spec.difficulties:

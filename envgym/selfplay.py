@@ -46,6 +46,11 @@ class VersusEnv(TextEnv):
     ``"optimal"`` or a callable ``(observation, info) -> reply`` that sees the
     opponent's own observation. ``seat`` fixes the agent's seat (0 moves first);
     by default the seed picks it.
+
+    The reward of a step is what the game paid the agent from its move up to
+    its next turn; ``reward_components`` has one key: ``result`` when the game
+    ended, ``format`` after an invalid reply (the player moves again), ``move``
+    otherwise. ``info["privileged"]`` holds what the game hides from players.
     """
 
     game_cls: ClassVar[type[MultiAgentTextEnv]]
