@@ -47,6 +47,13 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         oracle="envgym.envs.frozenlake.oracle:FrozenLakeOracle",
     ),
     EnvSpec(
+        id="envgym/Household-v0",
+        entry_point="envgym.envs.household:HouseholdEnv",
+        description="ALFWorld-style household tasks in procedural homes, no downloads",
+        tags=("embodied", "planning", "multi-turn", "alfworld-like"),
+        oracle="envgym.envs.household.oracle:HouseholdOracle",
+    ),
+    EnvSpec(
         id="envgym/TicTacToe-v0",
         entry_point="envgym.envs.games.tictactoe:TicTacToeEnv",
         description="TicTacToe against a built-in opponent (perfect minimax play on hard)",
