@@ -1,9 +1,9 @@
 """Steps per second and reset latency for every envgym id.
 
 Each env is measured unwrapped and through `gym.make` (the wrappers a user
-gets), with single-move replies chosen at random from the admissible actions
-and drawn before timing (for games, from the moves seen in a few random
-episodes, so some replies are illegal, as a model's would be). Game rows take
+gets). Each reply names a move drawn at random from the step's own
+``info["admissible_actions"]`` (uniform draws made before timing), so every
+reply is legal and the env does its full work. Game rows take
 a twentieth of the steps: each game step also plays the opponents. Steps/s is
 the best of three passes; reset latency percentiles use every reset.
 Gymnasium's own FrozenLake-v1, an integer-action toy env, is measured in the
@@ -27,21 +27,41 @@ import numpy as np
 import envgym
 
 
-def measure_steps(env: gym.Env, replies: list, seed: int = 0, repeats: int = 3) -> float:
-    """Steps per second, counting only time spent inside step(); the best of
-    `repeats` passes, since a shared machine only ever makes a pass slower."""
+def measure_steps(env: gym.Env, draws: list[float], seed: int = 0, repeats: int = 3) -> float:
+    """Steps per second, counting only time spent inside step(); each reply names
+    a move drawn (with `draws`) from the current ``info["admissible_actions"]``.
+    The best of `repeats` passes, since a shared machine only makes a pass slower."""
     clock = time.perf_counter
     best = 0.0
     for attempt in range(repeats):
-        env.reset(seed=seed + attempt)
+        _, info = env.reset(seed=seed + attempt)
         busy = 0.0
-        for reply in replies:
+        for u in draws:
+            moves = info["admissible_actions"]
+            reply = f"<answer>{moves[int(u * len(moves))]}</answer>"
             start = clock()
-            _, _, terminated, truncated, _ = env.step(reply)
+            _, _, terminated, truncated, info = env.step(reply)
+            busy += clock() - start
+            if terminated or truncated:
+                _, info = env.reset()
+        best = max(best, len(draws) / busy)
+    return best
+
+
+def measure_int_steps(env: gym.Env, actions: list[int], repeats: int = 3) -> float:
+    """The baseline's steps per second, timed the same way, with integer actions."""
+    clock = time.perf_counter
+    best = 0.0
+    for attempt in range(repeats):
+        env.reset(seed=attempt)
+        busy = 0.0
+        for action in actions:
+            start = clock()
+            _, _, terminated, truncated, _ = env.step(action)
             busy += clock() - start
             if terminated or truncated:
                 env.reset()
-        best = max(best, len(replies) / busy)
+        best = max(best, len(actions) / busy)
     return best
 
 
@@ -54,22 +74,6 @@ def measure_resets(env: gym.Env, count: int) -> list[float]:
         env.reset(seed=seed)
         times.append((clock() - start) * 1000)
     return times
-
-
-def _random_replies(env: gym.Env, rng: np.random.Generator, count: int) -> list[str]:
-    """Replies naming a random legal move; where legal moves change (games), drawn
-    from the moves seen over a few random episodes, so some are illegal (as a
-    model's would be)."""
-    seen: list[str] = []
-    obs, info = env.reset(seed=0)
-    for _ in range(200):
-        moves = info["admissible_actions"]
-        seen.extend(m for m in moves if m not in seen)
-        reply = f"<answer>{moves[int(rng.integers(len(moves)))]}</answer>" if moves else ""
-        obs, _, terminated, truncated, info = env.step(reply)
-        if terminated or truncated:
-            obs, info = env.reset()
-    return [f"<answer>{seen[i]}</answer>" for i in rng.integers(0, len(seen), count)]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -91,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
 
     baseline = gym.make("FrozenLake-v1", is_slippery=False)
-    base_steps = measure_steps(baseline, rng.integers(0, 4, size=args.steps).tolist())
+    base_steps = measure_int_steps(baseline, rng.integers(0, 4, size=args.steps).tolist())
     base_reset = statistics.median(measure_resets(baseline, args.resets))
     rows.append(("gymnasium FrozenLake-v1 (baseline)", "-", base_steps, None, base_reset, None))
 
@@ -101,9 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         steps = args.steps // 20 if "game" in spec.tags else args.steps
         for level in spec.difficulties:
             env = gym.make(spec.id, difficulty=level, max_turns=10**9)
-            replies = _random_replies(env, rng, steps)
-            unwrapped = measure_steps(env.unwrapped, replies)
-            wrapped = measure_steps(env, replies)
+            draws = rng.random(steps).tolist()
+            unwrapped = measure_steps(env.unwrapped, draws)
+            wrapped = measure_steps(env, draws)
             resets = measure_resets(env, args.resets)
             rows.append(
                 (
