@@ -111,6 +111,8 @@ class TextEnv(gym.Env[str, str]):
     fork_by_replay: ClassVar[bool] = False
     #: Instructions for the action format, returned as info["system_prompt"] on reset.
     system_prompt: ClassVar[str] = ""
+    #: The keys `reset(options=...)` accepts; anything else is a clear error.
+    reset_options: ClassVar[tuple[str, ...]] = ("task_id", "difficulty")
 
     def __init__(
         self,
@@ -165,6 +167,12 @@ class TextEnv(gym.Env[str, str]):
     ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = dict(options or {})
+        unknown = sorted(set(options) - set(self.reset_options))
+        if unknown:
+            raise ValueError(
+                f"unknown reset option(s) {unknown}; {type(self).__name__} takes "
+                f"{', '.join(repr(k) for k in self.reset_options)}"
+            )
         if "difficulty" in options:
             self._apply_difficulty(self._check_difficulty(options["difficulty"]))
         self._reset_rng_state = copy.deepcopy(self.np_random.bit_generator.state)

@@ -60,7 +60,7 @@ class VersusEnv(TextEnv):
         "medium": "mixed",
         "hard": "optimal",
     }
-    _snapshot_fields: ClassVar[tuple[str, ...]] = ("_game", "_agent", "_seat")
+    _snapshot_fields: ClassVar[tuple[str, ...]] = ("_game", "_agent", "_seat", "_opponent_rng")
 
     def __init__(
         self,
@@ -86,6 +86,7 @@ class VersusEnv(TextEnv):
         self._seat_arg = seat
         self._seat = 0
         self._agent = "player_0"
+        self._opponent_rng = np.random.default_rng(0)
         self.system_prompt = self._game.system_prompt
 
     @property
@@ -99,12 +100,6 @@ class VersusEnv(TextEnv):
 
     # -------------------------------------------------------------- episode
     def _new_task(self, options: dict[str, Any]) -> str:
-        unknown = set(options) - {"task_id", "difficulty"}
-        if unknown:
-            raise ValueError(
-                f"unknown reset option(s) {sorted(unknown)}; this env takes 'task_id' and "
-                "'difficulty'"
-            )
         if "task_id" in options:
             seat, game_seed = _parse_task_id(options["task_id"], self._game.num_players)
         else:
@@ -115,6 +110,9 @@ class VersusEnv(TextEnv):
         self._seat = seat
         self._agent = self._game.possible_agents[seat]
         self.task_id = f"seat{seat}-{game_seed}"
+        # The opponents' choices come from the task's own seed, so a task id
+        # replays the whole game, opponent moves included.
+        self._opponent_rng = np.random.default_rng([game_seed, seat])
         self._game.reset(seed=game_seed)
         self._play_opponents()
         return self._game.observe(self._agent)
@@ -147,11 +145,12 @@ class VersusEnv(TextEnv):
         choice = self.opponent
         if callable(choice):
             return choice(game.observe(agent), dict(game.infos[agent]))
-        legal = game.legal_actions(agent)
-        if choice == "optimal" or (choice == "mixed" and self.np_random.random() < 0.5):
-            move = game.optimal_action(game.possible_agents.index(agent), self.np_random)
+        rng = self._opponent_rng
+        if choice == "optimal" or (choice == "mixed" and rng.random() < 0.5):
+            move = game.optimal_action(game.possible_agents.index(agent), rng)
         else:
-            move = legal[int(self.np_random.integers(len(legal)))]
+            legal = game.legal_actions(agent)
+            move = legal[int(rng.integers(len(legal)))]
         return f"<answer>{move}</answer>"
 
     def _task_info(self) -> dict[str, Any]:

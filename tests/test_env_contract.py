@@ -240,3 +240,12 @@ def test_list_envs_filters_by_tag():
     assert envgym.list_envs(tag="no-such-tag") == []
     with pytest.raises(KeyError, match="Did you mean envgym/Sokoban-v0"):
         envgym.get_spec("envgym/Sokoban-v1")
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_unknown_reset_option_is_a_clear_error(env_id):
+    env = gym.make(env_id)
+    with pytest.raises(ValueError, match=r"unknown reset option\(s\) \['levle'\].*takes 'task_id'"):
+        env.reset(seed=0, options={"levle": 3})
+    obs, info = env.reset(seed=0, options={"task_id": env.reset(seed=1)[1]["task_id"]})
+    assert obs == env.reset(seed=1)[0], "task_id replays the task of its seed"

@@ -544,12 +544,6 @@ class HouseholdEnv(TextEnv):
 
     # ------------------------------------------------------------- episode
     def _new_task(self, options: dict[str, Any]) -> str:
-        unknown = set(options) - {"task_id", "difficulty"}
-        if unknown:
-            raise ValueError(
-                f"unknown reset option(s) {sorted(unknown)}; HouseholdEnv takes "
-                "'task_id' and 'difficulty'"
-            )
         if "task_id" in options:
             task_type, n_recs, n_distractors, task_seed = _parse_task_id(options["task_id"])
         else:

@@ -102,6 +102,7 @@ class SokobanEnv(TextEnv):
         "several separated by ||, e.g. <answer>Up || Left</answer>. "
         "Moves: Up, Down, Left, Right."
     )
+    reset_options: ClassVar[tuple[str, ...]] = ("task_id", "board", "difficulty")
     _snapshot_fields: ClassVar[tuple[str, ...]] = (
         "_level",
         "_stride",
@@ -160,12 +161,6 @@ class SokobanEnv(TextEnv):
 
     # ------------------------------------------------------------- episode
     def _new_task(self, options: dict[str, Any]) -> str:
-        unknown = set(options) - {"task_id", "board", "difficulty"}
-        if unknown:
-            raise ValueError(
-                f"unknown reset option(s) {sorted(unknown)}; SokobanEnv takes "
-                "'task_id', 'board' and 'difficulty'"
-            )
         if "board" in options:
             level, task_id = _level_from_board(options["board"]), None
         else:
