@@ -1,8 +1,8 @@
 """Package layout that pyproject.toml cannot express on its own.
 
-envs/, trainers/ and leaderboard/ are top-level folders in the repo but must
-install only as envgym.envs, envgym.trainers and envgym.leaderboard: PyPI has
-unrelated top-level packages named envs, trainers and leaderboard.
+envs/, trainers/, leaderboard/ and containers/ are top-level folders in the
+repo but must install only as envgym.envs, envgym.trainers, envgym.leaderboard
+and envgym.containers: PyPI has unrelated top-level packages with those names.
 """
 
 from setuptools import find_packages, setup
@@ -11,6 +11,7 @@ MAPPED_FOLDERS = {
     "envgym.envs": "envs",
     "envgym.trainers": "trainers",
     "envgym.leaderboard": "leaderboard",
+    "envgym.containers": "containers",
 }
 
 

@@ -5,6 +5,8 @@
     envgym play envgym/FrozenLake-v0     play it yourself in the terminal
     envgym eval ID --agent oracle --episodes 20 --out results.json
     envgym baselines                     random and oracle agents on every env
+    envgym search serve --port 8300      a retrieval server for the search env
+    envgym serve ID --port 8000          serve an env over WebSocket (OpenEnv protocol)
 
 User errors (unknown id, bad arguments, an output path that cannot be written)
 print one line to stderr and exit with status 2; they never show a traceback.
@@ -20,6 +22,7 @@ import math
 import os
 import random
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -356,7 +359,167 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out-dir", metavar="DIR", help="write one results file per run here")
     p.set_defaults(handler=_cmd_baselines)
+
+    _add_search_parser(sub)
+    _add_serve_parser(sub)
+    _add_sandbox_parser(sub)
     return parser
+
+
+def _add_sandbox_parser(sub: Any) -> None:
+    sandbox = sub.add_parser("sandbox", help="build, check and clean up code sandboxes")
+    sandbox_sub = sandbox.add_subparsers(dest="sandbox_command", metavar="SUBCOMMAND")
+    sandbox.set_defaults(handler=lambda _args: sandbox.print_help() or EXIT_OK)
+    p = sandbox_sub.add_parser(
+        "build",
+        help="build the sandbox images from Debian packages (root, Docker daemon)",
+        description="debootstrap a minimal Debian with python3 and numpy, import it as the base "
+        "image, then build the sandbox and runtime images from it with --network none.",
+    )
+    p.add_argument("--rebuild", action="store_true", help="debootstrap the root filesystem again")
+    p.add_argument("--no-runtime", action="store_true", help="skip the runtime (env server) image")
+    p.set_defaults(handler=_cmd_sandbox_build)
+    p = sandbox_sub.add_parser("doctor", help="say which sandbox backends work here, and why not")
+    p.set_defaults(handler=_cmd_sandbox_doctor)
+    p = sandbox_sub.add_parser("gc", help="remove every envgym sandbox container")
+    p.add_argument(
+        "--dead-owners",
+        action="store_true",
+        help="only containers whose owning process on this host has exited",
+    )
+    p.set_defaults(handler=_cmd_sandbox_gc)
+
+
+def _add_search_parser(sub: Any) -> None:
+    search = sub.add_parser("search", help="the search env's retrieval server")
+    search_sub = search.add_subparsers(dest="search_command", metavar="SUBCOMMAND")
+    search.set_defaults(handler=lambda _args: search.print_help() or EXIT_OK)
+    p = search_sub.add_parser(
+        "serve",
+        help="serve a BM25 or dense index over HTTP (127.0.0.1 or a Unix socket)",
+        description="Build (or load from the cache) a retrieval index and serve it, so many "
+        "env workers share one index: RemoteRetriever(url=...) or RemoteRetriever(uds=...). "
+        "The corpus is a JSONL file (--corpus) or the search env's generated world.",
+    )
+    p.add_argument(
+        "--corpus",
+        metavar="JSONL",
+        help='Search-R1 corpus: {"id", "contents": "\\"Title\\"\\ntext"}',
+    )
+    p.add_argument(
+        "--docs",
+        metavar="N",
+        type=_positive_int,
+        help="generated world's size, without --corpus (default: 100000, as the env)",
+    )
+    p.add_argument("--world-seed", metavar="S", type=_seed, default=0, help="generated world seed")
+    p.add_argument(
+        "--distractors",
+        metavar="F",
+        type=float,
+        default=0.5,
+        help="generated world's distractor share, 0 to 1 (default: 0.5, as the env)",
+    )
+    p.add_argument("--kind", choices=("bm25", "dense"), default="bm25", help="default: bm25")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--port", metavar="P", type=_int_at_least(0, "a port is >= 0"), help="default: 8300"
+    )
+    where.add_argument("--uds", metavar="PATH", help="listen on this Unix socket instead")
+    p.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="index and world cache (default: $ENVGYM_CACHE/search or ~/.cache/envgym/search)",
+    )
+    p.set_defaults(handler=_cmd_search_serve)
+
+
+def _add_serve_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="serve an env over WebSocket at /ws (OpenEnv's protocol; RemoteEnv connects)",
+        description="Serve one env id: each WebSocket connection at /ws is one env instance, "
+        "in OpenEnv's message format, so envgym.remote.RemoteEnv and OpenEnv's GenericEnvClient "
+        "both drive it. GET /health and GET /schema describe the server.",
+    )
+    p.add_argument("env_id", metavar="ID", help=_ID_HELP)
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--port",
+        metavar="P",
+        type=_int_at_least(0, "a port is >= 0"),
+        help="TCP port (default: 8000; 0 picks a free one, printed at start)",
+    )
+    where.add_argument("--uds", metavar="PATH", help="listen on this Unix socket instead")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument(
+        "--max-sessions",
+        metavar="N",
+        type=_positive_int,
+        default=256,
+        help="sessions served at once; more are refused (default: 256)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        metavar="S",
+        type=_non_negative_float,
+        default=3600.0,
+        help="close a session that sends nothing for S seconds; 0: never (default: 3600)",
+    )
+    p.add_argument(
+        "--kwargs",
+        metavar="JSON",
+        type=_json_object,
+        help='env arguments as one JSON object, e.g. \'{"difficulty": "hard"}\'',
+    )
+    _add_env_options(p)
+    p.add_argument(
+        "--offload",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="run env calls in threads: auto (only slow ones, the default), always, never",
+    )
+    p.add_argument(
+        "--ping-interval",
+        metavar="S",
+        type=_non_negative_float,
+        default=20.0,
+        help="WebSocket keep-alive ping every S seconds; 0: none (default: 20)",
+    )
+    p.add_argument(
+        "--ping-timeout",
+        metavar="S",
+        type=_non_negative_float,
+        default=20.0,
+        help="drop a client that does not answer a ping within S seconds (default: 20)",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=("critical", "error", "warning", "info", "debug"),
+        default="warning",
+        help="server log level (default: warning)",
+    )
+    p.set_defaults(handler=_cmd_serve)
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
 
 
 # ---------------------------------------------------------------- commands
@@ -578,6 +741,97 @@ def _cmd_baselines(args: argparse.Namespace) -> int:
     for failure in failures:
         print(f"envgym: error: {failure}", file=sys.stderr)
     return EXIT_FAILED if failures else EXIT_OK
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from envgym.remote.server import ServerStartError, ready_line, serve
+    except ImportError as exc:
+        raise UserError(
+            f"{exc}; `envgym serve` needs fastapi, uvicorn and websockets: "
+            "pip install 'envgym[remote]'"
+        ) from None
+    env_id = _resolve_env_id(args.env_id)
+    kwargs = dict(args.kwargs or {})
+    kwargs.update(_env_kwargs(args))
+    idle = args.idle_timeout or None
+
+    def ready(address: Any) -> None:
+        print(ready_line(env_id, address), flush=True)
+        idle_text = f"{idle:g} s" if idle else "off"
+        print(
+            f"  up to {args.max_sessions} sessions, idle timeout {idle_text}; "
+            f"GET /health, GET /schema; Ctrl+C stops",
+            flush=True,
+        )
+
+    try:
+        serve(
+            env_id,
+            kwargs,
+            host=args.host,
+            port=8000 if args.port is None else args.port,
+            uds=args.uds,
+            max_sessions=args.max_sessions,
+            idle_timeout_s=idle,
+            offload=args.offload,
+            ping_interval_s=args.ping_interval or None,
+            ping_timeout_s=args.ping_timeout or None,
+            log_level=args.log_level,
+            on_ready=ready,
+        )
+    except (ServerStartError, ImportError) as exc:
+        raise UserError(str(exc)) from None
+    return EXIT_OK
+
+
+def _cmd_search_serve(args: argparse.Namespace) -> int:
+    try:
+        from envgym.envs.search.server import run_serve_command
+    except ImportError as exc:
+        raise UserError(f"{exc}; install the search extra: pip install envgym[search]") from None
+    try:
+        run_serve_command(args)
+    except (ImportError, OSError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+    return EXIT_OK
+
+
+def _cmd_sandbox_build(args: argparse.Namespace) -> int:
+    from envgym.sandbox import SandboxError
+    from envgym.sandbox.images import build_images
+
+    try:
+        build_images(rebuild_rootfs=args.rebuild, runtime=not args.no_runtime)
+    except (SandboxError, subprocess.CalledProcessError) as exc:
+        raise UserError(str(exc)) from None
+    return EXIT_OK
+
+
+def _cmd_sandbox_doctor(args: argparse.Namespace) -> int:
+    from envgym.sandbox import doctor
+
+    rows = doctor()
+    print(
+        format_table(
+            ["check", "ok", "detail"], [[n, "yes" if ok else "NO", d] for n, ok, d in rows]
+        )
+    )
+    return EXIT_OK if any(n == "auto picks" and ok for n, ok, _ in rows) else EXIT_FAILED
+
+
+def _cmd_sandbox_gc(args: argparse.Namespace) -> int:
+    from envgym.sandbox import SandboxError, gc
+
+    try:
+        removed = gc(only_dead_owners=args.dead_owners)
+    except SandboxError as exc:
+        raise UserError(str(exc)) from None
+    print(
+        f"removed {len(removed)} sandbox container(s)"
+        + (": " + ", ".join(removed) if removed else "")
+    )
+    return EXIT_OK
 
 
 # -------------------------------------------------------------------- main

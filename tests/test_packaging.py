@@ -21,10 +21,14 @@ env = gym.make("envgym/Sokoban-v0")
 obs, info = env.reset(seed=0)
 assert isinstance(env.unwrapped, SokobanEnv) and "Sokoban" in obs
 top_level = {name: importlib.util.find_spec(name) is not None
-             for name in ("envs", "trainers", "leaderboard")}
+             for name in ("envs", "trainers", "leaderboard", "containers")}
 import envgym.trainers, envgym.leaderboard, envgym.evaluation
+from envgym.sandbox.bwrap import bwrap_binary
+from envgym.sandbox.images import containers_dir
 print(json.dumps({"envgym": envgym.__file__, "top_level": top_level,
-                  "schema": envgym.evaluation.load_schema()["title"]}))
+                  "schema": envgym.evaluation.load_schema()["title"],
+                  "containers": sorted(p.name for p in containers_dir().iterdir()),
+                  "bwrap": bwrap_binary()}))
 """
 
 
@@ -52,8 +56,13 @@ def test_wheel_installs_in_a_fresh_venv(tmp_path):
     )
     report = json.loads(out.stdout)
     assert report["envgym"].startswith(str(env_dir))
-    assert report["top_level"] == {"envs": False, "trainers": False, "leaderboard": False}
+    assert not any(report["top_level"].values()), report["top_level"]
     assert report["schema"]
+    # The sandbox's build files and bubblewrap come with the wheel.
+    assert {"build-rootfs.sh", "Dockerfile.sandbox", "Dockerfile.runtime"} <= set(
+        report["containers"]
+    )
+    assert report["bwrap"] and report["bwrap"].startswith(str(env_dir))
     cli = subprocess.run(
         [str(env_dir / "bin" / "envgym"), "list"], cwd=work, capture_output=True, text=True
     )

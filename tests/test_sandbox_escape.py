@@ -1,0 +1,409 @@
+"""Attacks from inside a sandbox, one per test, against every isolating backend.
+
+Each test asserts two things: the host is unchanged, and the job got a clear
+result within its limits. Network attacks aim only at listeners this test
+opens on the host's 127.0.0.1, never at an outside address.
+
+The suite refuses the ``process`` backend: it isolates nothing, and as root
+``kill(-1)`` or a fork bomb from an unisolated job takes the machine down.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from sandbox_backends import backend_params, require_backend
+
+import envgym
+from envgym.sandbox import Limits, make_sandbox
+
+ISOLATING = ("docker", "bwrap")
+LIMITS = Limits(
+    timeout_s=10, memory_mb=256, work_mb=16, max_output_bytes=64 * 1024, max_processes=32
+)
+
+
+def attack_target(backend: str):
+    """A started sandbox to attack; never an unisolated one."""
+    box = make_sandbox(backend, limits=LIMITS)
+    if not box.isolated:
+        box.close()
+        raise RuntimeError(
+            f"the escape suite refuses the {backend!r} backend: it isolates nothing, and an "
+            "attack would hit this machine"
+        )
+    box.start()
+    return box
+
+
+@pytest.fixture(scope="module", params=backend_params(ISOLATING))
+def box(request):
+    require_backend(request.param)
+    sandbox = attack_target(request.param)
+    yield sandbox
+    sandbox.close()
+
+
+def run(box, code: str, **kwargs):
+    return box.run(textwrap.dedent(code), **kwargs)
+
+
+def assert_still_works(box) -> None:
+    result = box.run("print('alive')")
+    assert result.stdout == "alive\n", result
+
+
+def test_suite_refuses_the_process_backend():
+    with pytest.raises(RuntimeError, match="refuses"):
+        attack_target("process")
+
+
+class _Listener:
+    """A TCP or UDP listener on the host's loopback that records what reaches it."""
+
+    def __init__(self, kind: int) -> None:
+        self.sock = socket.socket(socket.AF_INET, kind)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.sock.settimeout(0.2)
+        self.received: list = []
+        self.kind = kind
+        if kind == socket.SOCK_STREAM:
+            self.sock.listen()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self.kind == socket.SOCK_STREAM:
+                    conn, addr = self.sock.accept()
+                    self.received.append(addr)
+                    conn.close()
+                else:
+                    self.received.append(self.sock.recvfrom(4096))
+            except (TimeoutError, OSError):
+                continue
+
+    def close(self) -> list:
+        time.sleep(0.3)
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+        return self.received
+
+
+def test_network_connect_to_host_loopback_never_arrives(box):
+    listener = _Listener(socket.SOCK_STREAM)
+    result = run(
+        box,
+        f"""
+        import socket
+        print(sorted(name for _, name in socket.if_nameindex()))
+        s = socket.socket()
+        s.settimeout(3)
+        try:
+            s.connect(("127.0.0.1", {listener.port}))
+            print("CONNECTED")
+        except OSError as exc:
+            print("blocked", type(exc).__name__)
+        """,
+    )
+    assert listener.close() == []
+    assert result.exit_code == 0, result
+    assert result.stdout.splitlines()[0] == "['lo']"
+    assert "blocked" in result.stdout and "CONNECTED" not in result.stdout
+
+
+def test_dns_has_no_resolver(box):
+    listener = _Listener(socket.SOCK_DGRAM)
+    result = run(
+        box,
+        f"""
+        import socket
+        try:
+            socket.getaddrinfo("envgym-sandbox-probe.test", 80)
+            print("RESOLVED")
+        except OSError as exc:
+            print("no dns", type(exc).__name__)
+        # A resolver listening on the host's loopback must be out of reach too.
+        query = bytes.fromhex("abcd0100000100000000000007" "6578616d706c65" "03636f6d" "0000010001")
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.sendto(query, ("127.0.0.1", {listener.port}))
+        except OSError:
+            pass
+        """,
+    )
+    assert listener.close() == []
+    assert "no dns" in result.stdout and "RESOLVED" not in result.stdout, result
+
+
+def test_writes_outside_the_work_dir_fail(box, tmp_path):
+    runner = Path(envgym.__file__).parent / "sandbox" / "runner.py"
+    runner_before = runner.read_bytes()
+    result = run(
+        box,
+        f"""
+        targets = ["/etc/passwd", "/usr/bin/python3", "/opt/envgym/runner.py", "/evil",
+                   "/usr/evil", {str(tmp_path / "evil")!r}, "/proc/sys/kernel/hostname"]
+        for path in targets:
+            try:
+                with open(path, "a") as f:
+                    f.write("pwned")
+                print("WROTE", path)
+            except OSError as exc:
+                print("refused", path, type(exc).__name__)
+        """,
+    )
+    assert result.exit_code == 0, result
+    assert "WROTE" not in result.stdout
+    assert result.stdout.count("refused") == 7
+    assert list(tmp_path.iterdir()) == []
+    assert runner.read_bytes() == runner_before
+    assert_still_works(box)
+
+
+def test_host_files_cannot_be_read(box, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-7431")
+    checkout = Path(envgym.__file__).resolve().parent
+    result = run(
+        box,
+        f"""
+        import os
+        for path in [{str(secret)!r}, {str(checkout / "core.py")!r}, "/root", "/home",
+                     "/proc/1/root{secret}", "/var/run/docker.sock"]:
+            try:
+                if os.path.isdir(path):
+                    print(path, os.listdir(path))
+                else:
+                    print(path, open(path).read()[:100])
+            except OSError as exc:
+                print("refused", path, type(exc).__name__)
+        """,
+    )
+    assert result.exit_code == 0, result
+    assert "TOP-SECRET" not in result.stdout
+    assert "TextEnv" not in result.stdout  # the checkout's source
+    for line in result.stdout.splitlines():
+        # A folder that exists inside the sandbox is its own, and empty.
+        if not line.startswith("refused"):
+            assert line.endswith("[]"), line
+
+
+def test_fork_bomb_is_contained(box):
+    before = _host_process_count()
+    result = run(
+        box,
+        """
+        import os
+        children = 0
+        try:
+            while True:
+                if os.fork() == 0:
+                    import time
+                    time.sleep(30)
+                    os._exit(0)
+                children += 1
+        except OSError as exc:
+            print("fork refused after", children, type(exc).__name__, flush=True)
+        """,
+        timeout_s=5,
+    )
+    assert "fork refused" in result.stdout, result
+    assert int(result.stdout.split()[3]) <= LIMITS.max_processes + 8
+    assert not result.timed_out
+    time.sleep(0.5)
+    assert _host_process_count() <= before + 5
+    assert_still_works(box)
+
+
+def test_memory_bomb_is_contained(box):
+    result = run(
+        box,
+        """
+        blocks = []
+        try:
+            while True:
+                blocks.append(bytearray(16 * 1024 * 1024))
+        except MemoryError:
+            print("refused after", len(blocks) * 16, "MB", flush=True)
+            raise
+        """,
+        memory_mb=128,
+    )
+    assert result.exit_code != 0
+    assert "MemoryError" in result.stderr or result.exit_code == -9, result
+    if result.stdout:
+        assert int(result.stdout.split()[2]) <= 128
+    assert not result.timed_out
+    assert_still_works(box)
+
+
+def test_cpu_spin_is_stopped_at_the_timeout(box):
+    result = run(box, "while True:\n    pass\n", timeout_s=1.5)
+    assert result.timed_out
+    assert result.exit_code != 0
+    assert result.duration_s < 1.5 + 2.0
+    assert_still_works(box)
+
+
+def test_disk_fill_stops_at_the_work_dir_limit(box):
+    result = run(
+        box,
+        """
+        written = 0
+        try:
+            with open("fill.bin", "wb") as f:
+                while True:
+                    f.write(b"x" * (1 << 20))
+                    f.flush()
+                    written += 1
+        except OSError as exc:
+            print("stopped at", written, "MB", type(exc).__name__, flush=True)
+        """,
+    )
+    assert "stopped at" in result.stdout, result
+    assert int(result.stdout.split()[2]) <= LIMITS.work_mb
+    # The next job starts in an empty work dir.
+    after = box.run("import os; print(os.listdir('.'))")
+    assert after.stdout == "['main.py']\n"
+
+
+def test_huge_output_is_capped_with_a_marker(box):
+    result = run(
+        box,
+        """
+        import sys
+        chunk = "y" * (1 << 20)
+        for _ in range(100):
+            sys.stdout.write(chunk)
+        sys.stderr.write("done\\n")
+        """,
+    )
+    assert result.exit_code == 0
+    assert result.truncated
+    assert "truncated" in result.stdout[-200:]
+    assert len(result.stdout) <= LIMITS.max_output_bytes + 200
+    assert result.stderr == "done\n"
+
+
+def test_killing_the_parent_and_everything_else_stays_inside(box):
+    bystander = subprocess.Popen(["sleep", "300"])
+    try:
+        result = run(
+            box,
+            f"""
+            import os, signal
+            try:
+                os.kill({os.getpid()}, signal.SIGKILL)   # the host's envgym process
+                print("KILLED HOST PROCESS")
+            except OSError as exc:
+                print("host pid refused", type(exc).__name__, flush=True)
+            try:
+                os.kill(-1, signal.SIGKILL)              # everything it may signal
+            except OSError:
+                pass
+            os.kill(os.getppid(), signal.SIGKILL)        # its runner
+            """,
+        )
+        assert bystander.poll() is None, "a host process was killed from inside the sandbox"
+    finally:
+        bystander.kill()
+        bystander.wait()
+    assert "KILLED HOST PROCESS" not in result.stdout
+    # Where the runner is PID 1 (docker) it survives; elsewhere its death is a
+    # clear error and the next job gets a fresh sandbox.
+    assert result.error is None or "replaced" in result.error, result
+    if result.error is None:
+        assert "host pid refused" in result.stdout
+    assert_still_works(box)
+
+
+def test_proc_shows_only_the_sandbox(box):
+    result = run(
+        box,
+        f"""
+        import os
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+        print("pids", len(pids))
+        print("host pid visible", os.path.exists("/proc/{os.getpid()}/cmdline") and
+              "pytest" in open("/proc/{os.getpid()}/cmdline").read())
+        for path in ["/proc/sysrq-trigger", "/proc/sys/vm/drop_caches",
+                     "/proc/sys/kernel/core_pattern"]:
+            try:
+                open(path, "w").write("1")
+                print("WROTE", path)
+            except OSError as exc:
+                print("refused", path, type(exc).__name__)
+        """,
+    )
+    assert result.exit_code == 0, result
+    assert int(result.stdout.split()[1]) <= 5
+    assert "host pid visible False" in result.stdout
+    assert "WROTE" not in result.stdout and result.stdout.count("refused") == 3
+
+
+def test_no_privileges_to_gain(box):
+    result = run(
+        box,
+        """
+        import os
+        status = open("/proc/self/status").read()
+        field = lambda name: status.split(name + ":")[1].split()[0]
+        caps = field("CapEff"), field("CapBnd")
+        print("uid", os.getuid(), "caps", *caps, "nnp", field("NoNewPrivs"))
+        for call in (lambda: os.setuid(0), lambda: os.chroot("/tmp"), lambda: os.setgroups([0])):
+            try:
+                call()
+                print("GAINED")
+            except OSError as exc:
+                print("refused", type(exc).__name__)
+        """,
+    )
+    assert result.exit_code == 0, result
+    words = result.stdout.split()
+    assert words[1] != "0"
+    assert words[3] == "0000000000000000"
+    assert words[4] == "0000000000000000"
+    assert words[6] == "1"
+    assert "GAINED" not in result.stdout and result.stdout.count("refused") == 3
+
+
+def test_no_process_outlives_its_job(box):
+    marker = "987654"
+    result = run(
+        box,
+        f"""
+        import os, subprocess
+        subprocess.Popen(["sleep", "{marker}"], start_new_session=True)
+        if os.fork() == 0:          # a double-forked daemon
+            os.setsid()
+            if os.fork() == 0:
+                os.execvp("sleep", ["sleep", "{marker}"])
+            os._exit(0)
+        print("started")
+        """,
+    )
+    assert result.stdout == "started\n", result
+    after = box.run(
+        "import os\n"
+        "print(sorted(open(f'/proc/{p}/cmdline').read().replace(chr(0), ' ') "
+        "for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid())))"
+    )
+    assert marker not in after.stdout, after
+    host = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
+    assert host.stdout == ""
+
+
+def _host_process_count() -> int:
+    return sum(1 for name in os.listdir("/proc") if name.isdigit())
