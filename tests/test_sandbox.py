@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import warnings
 
 import pytest
@@ -218,3 +219,42 @@ def test_gc_command_removes_containers(capsys):
     assert result.error is not None
     assert box.run("print(1)").stdout == "1\n"
     box.close()
+
+
+def test_killed_owner_leaves_no_bwrap_sandbox():
+    require_backend("bwrap")
+    owner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                """
+                import time
+                from envgym.sandbox import open_sandbox
+                box = open_sandbox("bwrap")
+                box.run("print(1)")
+                print(box._channel.proc.pid, flush=True)
+                time.sleep(600)
+                """
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    bwrap_pid = int(owner.stdout.readline())
+    assert _alive(bwrap_pid)
+    owner.kill()  # SIGKILL: no exit hook runs; the runner reads end-of-file and exits
+    owner.wait()
+    for _ in range(100):
+        if not _alive(bwrap_pid):
+            break
+        time.sleep(0.1)
+    assert not _alive(bwrap_pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
