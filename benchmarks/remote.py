@@ -1,0 +1,334 @@
+"""Remote envs: what serving Sokoban over WebSocket costs, against in-process steps.
+
+One run, one table. Sections (pick with ``--section``, default all):
+
+- ``in-process``: ``gym.make`` Sokoban steps, the baseline every other row is
+  compared with (``x in-proc`` is a row's p50 over the in-process p50).
+- ``server``: one ``envgym serve`` process (started through the CLI) on TCP
+  127.0.0.1 and one on a Unix socket; step round trips with 1 session through
+  `RemoteEnv` (what a user runs), and 1, 32 and 256 concurrent sessions from
+  an asyncio client in this process. Every session plays Sokoban with moves
+  drawn from its own ``info["admissible_actions"]`` (draws made before
+  timing) and resets when an episode ends; only step round trips are timed.
+  ``errors`` counts error frames and failed sessions.
+
+Targets: p50 round trip <= 0.5 ms with one session; 256 sessions without
+errors. On a machine shared with other jobs the latencies move from run to
+run; the client and the server share the same cores here.
+
+To add a section (a vector env sync-vs-subprocess comparison from
+``benchmarks/vector.py``, a server in a container on a bind-mounted socket),
+write a function ``(args) -> list[Row]`` and add it to `SECTIONS`.
+
+    python benchmarks/remote.py                 # everything
+    python benchmarks/remote.py --quick         # fewer steps
+    python benchmarks/remote.py --section server --sessions 1 32
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+import envgym  # noqa: F401  (registers the ids)
+from envgym.remote import RemoteEnv, ServerAddress, serve_in_subprocess
+
+ENV_ID = "envgym/Sokoban-v0"
+
+
+@dataclass
+class Row:
+    section: str
+    case: str
+    transport: str
+    sessions: int
+    latencies_ms: list[float]
+    wall_s: float
+    errors: int = 0
+
+    @property
+    def p50(self) -> float:
+        return float(np.percentile(self.latencies_ms, 50))
+
+    @property
+    def p99(self) -> float:
+        return float(np.percentile(self.latencies_ms, 99))
+
+    @property
+    def steps_per_s(self) -> float:
+        return len(self.latencies_ms) / self.wall_s
+
+
+def move(info: dict, u: float) -> str:
+    moves = info["admissible_actions"]
+    return f"<answer>{moves[int(u * len(moves))]}</answer>"
+
+
+# ------------------------------------------------------------- in-process
+def section_in_process(args: argparse.Namespace) -> list[Row]:
+    env = gym.make(ENV_ID)
+    draws = np.random.default_rng(0).random(args.steps)
+    _, info = env.reset(seed=0)
+    latencies, busy = [], 0.0
+    for u in draws:
+        action = move(info, u)
+        start = time.perf_counter()
+        _, _, terminated, truncated, info = env.step(action)
+        elapsed = time.perf_counter() - start
+        busy += elapsed
+        latencies.append(elapsed * 1000)
+        if terminated or truncated:
+            _, info = env.reset()
+    return [Row("in-process", "gym.make step", "-", 1, latencies, busy)]
+
+
+# ----------------------------------------------------------------- server
+def remote_env_steps(address: ServerAddress, steps: int) -> tuple[list[float], float, int]:
+    """Round trips of `RemoteEnv.step` over one session."""
+    draws = np.random.default_rng(1).random(steps)
+    latencies, busy, errors = [], 0.0, 0
+    with RemoteEnv(address) as env:
+        _, info = env.reset(seed=0)
+        for u in draws:
+            action = move(info, u)
+            start = time.perf_counter()
+            try:
+                _, _, terminated, truncated, info = env.step(action)
+            except Exception:
+                errors += 1
+                _, info = env.reset()
+                continue
+            elapsed = time.perf_counter() - start
+            busy += elapsed
+            latencies.append(elapsed * 1000)
+            if terminated or truncated:
+                _, info = env.reset()
+    return latencies, busy, errors
+
+
+async def async_sessions(
+    address: ServerAddress, sessions: int, steps_per_session: int
+) -> tuple[list[float], float, int]:
+    """`sessions` concurrent sessions, each stepping back to back; (latencies, wall, errors).
+
+    Every session is open and reset before the clock starts.
+    """
+    from websockets.asyncio.client import connect, unix_connect
+
+    latencies: list[float] = []
+    errors = 0
+    arrived = 0
+    start = asyncio.Event()
+
+    async def one(index: int) -> None:
+        nonlocal errors, arrived
+        draws = np.random.default_rng(100 + index).random(steps_per_session)
+        options = {"compression": None, "open_timeout": 120, "max_size": None}
+        waiting = True
+        try:
+            if address.uds is not None:
+                opener = unix_connect(address.uds, address.ws_url, **options)
+            else:
+                opener = connect(address.ws_url, **options)
+            async with opener as ws:
+
+                async def ask(message: dict) -> dict:
+                    nonlocal errors
+                    await ws.send(json.dumps(message))
+                    frame = json.loads(await ws.recv())
+                    if frame["type"] == "error":
+                        errors += 1
+                    return frame["data"]
+
+                data = await ask({"type": "reset", "data": {"seed": index}})
+                arrived += 1
+                waiting = False
+                await start.wait()
+                for u in draws:
+                    action = move(data["observation"]["info"], u)
+                    t0 = time.perf_counter()
+                    data = await ask({"type": "step", "data": {"action": action}})
+                    latencies.append((time.perf_counter() - t0) * 1000)
+                    if "code" in data:
+                        return
+                    if data["done"]:
+                        data = await ask({"type": "reset", "data": {}})
+                await ws.send(json.dumps({"type": "close"}))
+        except Exception:
+            errors += 1
+        finally:
+            if waiting:
+                arrived += 1
+
+    tasks = [asyncio.create_task(one(i)) for i in range(sessions)]
+    while arrived < sessions:
+        await asyncio.sleep(0.01)
+    start.set()
+    begin = time.perf_counter()
+    await asyncio.gather(*tasks)
+    return latencies, time.perf_counter() - begin, errors
+
+
+def section_server(args: argparse.Namespace) -> list[Row]:
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="envgym-bench-") as tmp:
+        transports = {
+            "tcp": {"port": 0},
+            "uds": {"uds": str(Path(tmp) / "sokoban.sock")},
+        }
+        for transport, where in transports.items():
+            most = max(args.sessions)
+            with serve_in_subprocess(ENV_ID, max_sessions=max(most, 1), **where) as server:
+                address = server.address
+                remote_env_steps(address, 200)  # warm up the server's code paths
+                latencies, busy, errors = remote_env_steps(address, args.steps)
+                rows.append(Row("server", "RemoteEnv.step", transport, 1, latencies, busy, errors))
+                for sessions in args.sessions:
+                    per_session = max(args.steps // sessions, 10)
+                    latencies, wall, errors = asyncio.run(
+                        async_sessions(address, sessions, per_session)
+                    )
+                    rows.append(
+                        Row(
+                            "server", "asyncio client", transport, sessions, latencies, wall, errors
+                        )
+                    )
+                refused = _health(address)["sessions_refused"]
+                if refused:
+                    print(f"warning: the {transport} server refused {refused} sessions")
+    return rows
+
+
+# -------------------------------------------------------------- container
+def section_container(args: argparse.Namespace) -> list[Row]:
+    """One session to the env's server in a container, over its bind-mounted Unix socket."""
+    try:
+        env = gym.make(ENV_ID, backend="docker")
+    except Exception as exc:  # no daemon or no image: say so, measure the rest
+        print(f"container section skipped: {exc}", file=sys.stderr)
+        return []
+    try:
+        address = env.unwrapped.address
+        remote_env_steps(address, 200)
+        latencies, busy, errors = remote_env_steps(address, args.steps)
+    finally:
+        env.close()
+    return [Row("container", "RemoteEnv.step", "uds", 1, latencies, busy, errors)]
+
+
+# ----------------------------------------------------------------- vector
+def section_vector(args: argparse.Namespace) -> list[Row]:
+    """TextVectorEnv, 32 envs, sync vs subprocess workers (benchmarks/vector.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from vector import CPU_HEAVY, compare
+
+    result = compare(num_envs=32, steps=max(args.steps // 100, 20), repeats=3)
+    env_id, kwargs = CPU_HEAVY
+    print(
+        f"vector ({env_id} {kwargs}, 32 envs): sync {result['sync']:,.0f} env steps/s, "
+        f"subprocess {result['subprocess']:,.0f}: {result['ratio']:.2f}x "
+        f"(this machine's 2-process ceiling: {result['ceiling']:.2f}x)",
+        file=sys.stderr,
+    )
+    VECTOR_RESULTS.append(result)
+    return []
+
+
+VECTOR_RESULTS: list[dict] = []
+
+
+def _health(address: ServerAddress) -> dict:
+    from envgym.remote.client import fetch_json
+
+    return fetch_json(address, "/health")
+
+
+SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
+    "in-process": section_in_process,
+    "server": section_server,
+    "container": section_container,
+    "vector": section_vector,
+}
+
+
+# ------------------------------------------------------------------ report
+def table(rows: list[Row]) -> str:
+    base = next((r.p50 for r in rows if r.section == "in-process"), None)
+    headers = "section case transport sessions p50-ms p99-ms steps/s x-in-proc errors".split()
+    lines = [
+        "| " + " | ".join(h.replace("-", " ") for h in headers) + " |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        ratio = f"{r.p50 / base:.1f}" if base else "-"
+        lines.append(
+            f"| {r.section} | {r.case} | {r.transport} | {r.sessions} | {r.p50:.3f} | "
+            f"{r.p99:.3f} | {r.steps_per_s:,.0f} | {ratio} | {r.errors} |"
+        )
+    return "\n".join(lines)
+
+
+def verdicts(rows: list[Row]) -> list[str]:
+    out = []
+    single = [r for r in rows if r.section == "server" and r.case == "RemoteEnv.step"]
+    for r in single:
+        met = "met" if r.p50 <= 0.5 else "NOT met"
+        out.append(f"- {r.transport}: RemoteEnv p50 {r.p50:.3f} ms (target <= 0.5 ms): {met}")
+    for r in rows:
+        if r.section == "server" and r.sessions == 256:
+            met = "met" if r.errors == 0 else "NOT met"
+            out.append(f"- {r.transport}: 256 sessions, {r.errors} errors (target 0): {met}")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--section", action="append", choices=sorted(SECTIONS))
+    parser.add_argument("--steps", type=int, default=5000, help="timed steps per row")
+    parser.add_argument("--sessions", type=int, nargs="+", default=[1, 32, 256])
+    parser.add_argument("--quick", action="store_true", help="1000 steps per row")
+    args = parser.parse_args()
+    if args.quick:
+        args.steps = 1000
+    chosen = args.section or list(SECTIONS)
+    rows: list[Row] = []
+    for name in chosen:
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        rows += SECTIONS[name](args)
+    print(
+        f"# {ENV_ID} (easy) over WebSocket: Python {platform.python_version()}, "
+        f"{platform.machine()}, load average {_load()}"
+    )
+    print()
+    print(table(rows))
+    print()
+    print("\n".join(verdicts(rows)))
+    for result in VECTOR_RESULTS:
+        print(
+            f"- TextVectorEnv, 32 envs: sync {result['sync']:,.0f} env steps/s, subprocess "
+            f"{result['subprocess']:,.0f}: {result['ratio']:.2f}x (target >= 1.6x; the "
+            f"machine's own 2-process ceiling in this run: {result['ceiling']:.2f}x)"
+        )
+
+
+def _load() -> str:
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,374 @@
+"""`RemoteEnv`: a `gymnasium.Env` whose env runs in an ``envgym serve`` server.
+
+::
+
+    env = RemoteEnv("ws://127.0.0.1:8000")        # or RemoteEnv(uds="/run/envgym.sock")
+    obs, info = env.reset(seed=7)
+    obs, reward, terminated, truncated, info = env.step("<answer>Up</answer>")
+    env.close()
+
+It keeps one WebSocket connection (one env instance on the server) for its
+whole life and gives back what the local env would: the same text, reward,
+terminated/truncated and info for the same seeds and actions (info travels as
+JSON, so tuples arrive as lists). Only ``websockets`` is needed; the spaces
+come from the server's ``GET /schema``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+from typing import Any
+
+import gymnasium as gym
+
+from envgym.core import render_text
+from envgym.remote.protocol import ErrorCode, text_space_from_json
+from envgym.remote.server import ServerAddress
+
+__all__ = [
+    "RemoteEnv",
+    "RemoteEnvError",
+    "ServerUnreachable",
+    "SessionClosed",
+    "SessionRejected",
+    "fetch_json",
+    "wait_for_server",
+]
+
+_MISSING_WEBSOCKETS = (
+    "RemoteEnv needs the websockets package: pip install 'envgym[remote]' (or websockets>=15)"
+)
+
+
+class RemoteEnvError(RuntimeError):
+    """The server answered a message with an error; `code` is the protocol's error code."""
+
+    def __init__(self, message: str, code: str = ErrorCode.SESSION_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ServerUnreachable(RemoteEnvError, ConnectionError):
+    """No envgym server answers at the address."""
+
+
+class SessionRejected(RemoteEnvError):
+    """The server refused to open a session (its session limit, or the env failed to build)."""
+
+
+class SessionClosed(RemoteEnvError):
+    """The server closed this session (idle timeout, shutdown, a dropped connection)."""
+
+
+# ------------------------------------------------------------------- HTTP
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self._path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+def fetch_json(address: ServerAddress, path: str, timeout_s: float = 10.0) -> Any:
+    """``GET path`` from an envgym server, parsed; `ServerUnreachable` if nothing answers."""
+    if address.uds is not None:
+        conn: http.client.HTTPConnection = _UnixHTTPConnection(address.uds, timeout_s)
+    else:
+        conn = http.client.HTTPConnection(address.host or "", address.port, timeout=timeout_s)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        body = response.read()
+    except OSError as exc:
+        raise ServerUnreachable(
+            f"no envgym server answers at {address} ({exc.strerror or exc}); start one with "
+            f"`envgym serve ID {_serve_flag(address)}`",
+            ErrorCode.SESSION_ERROR,
+        ) from None
+    finally:
+        conn.close()
+    if response.status != 200:
+        raise ServerUnreachable(
+            f"GET {path} at {address} answered HTTP {response.status}; is this an envgym server?"
+        )
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise ServerUnreachable(
+            f"GET {path} at {address} did not return JSON; is this an envgym server?"
+        ) from None
+
+
+def wait_for_server(address: ServerAddress | str, timeout_s: float = 30.0) -> dict[str, Any]:
+    """Poll ``GET /health`` until the server answers; its health report.
+
+    For servers started elsewhere (a container on a bind-mounted socket).
+    """
+    address = _as_address(address, None)
+    deadline = time.monotonic() + timeout_s
+    delay = 0.02
+    while True:
+        try:
+            return fetch_json(address, "/health", timeout_s=min(5.0, timeout_s))
+        except ServerUnreachable:
+            if time.monotonic() >= deadline:
+                raise ServerUnreachable(
+                    f"no envgym server answered at {address} within {timeout_s:g} s"
+                ) from None
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def _serve_flag(address: ServerAddress) -> str:
+    return f"--uds {address.uds}" if address.uds is not None else f"--port {address.port}"
+
+
+def _as_address(url: ServerAddress | str | None, uds: str | None) -> ServerAddress:
+    if (url is None) == (uds is None):
+        raise TypeError("give RemoteEnv a url (ws://HOST:PORT) or uds=PATH, not both")
+    if uds is not None:
+        return ServerAddress(uds=str(uds))
+    if isinstance(url, ServerAddress):
+        return url
+    return ServerAddress.parse(str(url))
+
+
+# ---------------------------------------------------------------- the env
+class RemoteEnv(gym.Env[str, str]):
+    """A `gymnasium.Env` over one session of an ``envgym serve`` server.
+
+    Args:
+        url: ``ws://HOST:PORT`` (``/ws`` optional), ``http://HOST:PORT``,
+            ``unix:PATH``, or a `ServerAddress`.
+        uds: a Unix socket path, instead of `url`.
+        connect_timeout_s: how long to wait for the server to answer at all.
+        step_timeout_s: how long one reset or step may take on the server
+            (None: no limit; keep-alive pings still notice a dead server).
+        render_mode: "ansi" or "human" render the last observation text.
+
+    The env's kwargs are the server's (``envgym serve ID --kwarg ...``);
+    ``reset(seed=..., options=...)`` and ``step(action)`` are the local env's.
+    Errors: `ServerUnreachable` (nothing listening), `SessionRejected` (the
+    server's session limit), `SessionClosed` (the server ended the session;
+    the next ``reset()`` reconnects), ``gymnasium.error.ResetNeeded`` (step
+    before reset or after the end), ``ValueError``/``TypeError`` re-raised
+    from the env (a bad reset option), else `RemoteEnvError`.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"]}
+
+    def __init__(
+        self,
+        url: ServerAddress | str | None = None,
+        *,
+        uds: str | None = None,
+        connect_timeout_s: float = 10.0,
+        step_timeout_s: float | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode={render_mode!r} is not supported by RemoteEnv; use one of "
+                f"{self.metadata['render_modes']} or None"
+            )
+        try:
+            import websockets.sync.client  # noqa: F401
+        except ImportError:
+            raise ImportError(_MISSING_WEBSOCKETS) from None
+        self.address = _as_address(url, uds)
+        self.render_mode = render_mode
+        self.connect_timeout_s = connect_timeout_s
+        self.step_timeout_s = step_timeout_s
+        self.schema: dict[str, Any] = fetch_json(self.address, "/schema", connect_timeout_s)
+        if "action_space" not in self.schema or "env_id" not in self.schema:
+            raise ServerUnreachable(
+                f"the server at {self.address} is not an envgym server (its /schema has no "
+                "action_space); RemoteEnv talks to `envgym serve`"
+            )
+        self.env_id: str = self.schema["env_id"]
+        self.action_space = text_space_from_json(self.schema["action_space"])
+        self.observation_space = text_space_from_json(self.schema["observation_space"])
+        self.episode_id: str | None = None
+        self._last_obs = ""
+        self._ws: Any = None
+        self._closed = False
+        self._connect()
+
+    # ------------------------------------------------------------ gymnasium
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        if self._closed:
+            raise RemoteEnvError("this RemoteEnv is closed; make a new one")
+        if self._ws is None:
+            self._connect()  # the server ended the last session; a new episode gets a new one
+        data: dict[str, Any] = {"seed": seed}
+        if options is not None:
+            data["options"] = options
+        reply = self._request({"type": "reset", "data": data})
+        self.episode_id = reply["metadata"].get("episode_id")
+        observation = reply["observation"]
+        self._last_obs = observation["text"]
+        if self.render_mode == "human":
+            self.render()
+        return observation["text"], observation["info"]
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._ws is None:
+            if self._closed:
+                raise RemoteEnvError("this RemoteEnv is closed; make a new one")
+            raise gym.error.ResetNeeded(
+                "this RemoteEnv has no open session (the server closed it); call reset() first"
+            )
+        if not isinstance(action, str):
+            from envgym.text import coerce_action
+
+            action = coerce_action(action)
+        reply = self._request({"type": "step", "data": {"action": action}})
+        observation, meta = reply["observation"], reply["metadata"]
+        self._last_obs = observation["text"]
+        if self.render_mode == "human":
+            self.render()
+        return (
+            observation["text"],
+            float(reply["reward"]),
+            bool(meta["terminated"]),
+            bool(meta["truncated"]),
+            observation["info"],
+        )
+
+    def state(self) -> dict[str, Any]:
+        """The server's view of this session: episode id, step count, return so far."""
+        if self._ws is None:
+            raise SessionClosed("this RemoteEnv has no open session; call reset() first")
+        return self._request({"type": "state"}, expect="state")
+
+    def render(self) -> str | None:
+        return render_text(self.render_mode, lambda: self._last_obs)
+
+    def close(self) -> None:
+        if self._ws is not None:
+            ws, self._ws = self._ws, None
+            try:
+                ws.send(json.dumps({"type": "close"}))
+            except Exception:
+                pass  # the server may be gone; closing is best effort
+            try:
+                ws.close()
+            except Exception:
+                pass
+        self._closed = True
+        super().close()
+
+    # ------------------------------------------------------------ transport
+    def _connect(self) -> None:
+        from websockets.sync.client import connect, unix_connect
+
+        options: dict[str, Any] = {
+            "open_timeout": self.connect_timeout_s,
+            "compression": None,
+            "max_size": None,
+            # Keep the connection alive through long generations between steps.
+            "ping_interval": 20.0,
+            "ping_timeout": 60.0,
+        }
+        try:
+            if self.address.uds is not None:
+                opener = unix_connect(self.address.uds, self.address.ws_url, **options)
+            else:
+                opener = connect(self.address.ws_url, **options)
+            # websockets 17 wants connect() used as a context manager; the connection
+            # lives as long as this env, so enter it here and close it in close().
+            self._ws = opener.__enter__()
+        except (OSError, TimeoutError) as exc:
+            raise ServerUnreachable(
+                f"cannot open a session at {self.address}: {exc}; is `envgym serve` running "
+                f"there ({_serve_flag(self.address)})?"
+            ) from None
+        except Exception as exc:  # a handshake the server refused
+            raise SessionRejected(
+                f"the server at {self.address} refused the session: {exc}"
+            ) from None
+        # The server refuses a session (its limit, an env that fails to build) with
+        # an error frame right after the handshake; ask once so it shows here.
+        self._request({"type": "state"}, expect="state")
+
+    def _request(self, message: dict[str, Any], expect: str = "observation") -> dict[str, Any]:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            self._ws.send(json.dumps(message))
+            raw = self._ws.recv(timeout=self.step_timeout_s)
+        except ConnectionClosed as exc:
+            # The server sends an error frame saying why before it closes; read it if it came.
+            try:
+                raw = self._ws.recv(timeout=0)
+            except Exception:
+                self._ws = None
+                raise self._closed_error(exc, message["type"]) from None
+        except TimeoutError:
+            # The reply may still come; it would answer the next request, so drop the session.
+            self._drop()
+            raise RemoteEnvError(
+                f"the server took more than {self.step_timeout_s:g} s to answer {message['type']};"
+                " the session was dropped (reset() opens a new one)"
+            ) from None
+        frame = json.loads(raw)
+        kind, data = frame.get("type"), frame.get("data") or {}
+        if kind == expect:
+            return data
+        if kind == "error":
+            self._raise_error(data)
+        raise RemoteEnvError(f"unexpected reply {kind!r} to {message['type']}")
+
+    def _drop(self) -> None:
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            try:
+                ws.close()
+            except Exception:
+                pass
+
+    def _closed_error(self, exc: Any, during: str) -> RemoteEnvError:
+        # The server sends an error frame before closing; it says why.
+        received = getattr(exc, "rcvd", None)
+        reason = f" (code {received.code}: {received.reason})" if received is not None else ""
+        if received is not None and received.code == 1013:
+            return SessionRejected(
+                f"the server at {self.address} refused the session{reason}", "CAPACITY_REACHED"
+            )
+        return SessionClosed(
+            f"the server at {self.address} closed the session during {during}{reason}; "
+            "reset() opens a new one"
+        )
+
+    def _raise_error(self, data: dict[str, Any]) -> None:
+        code = str(data.get("code", ErrorCode.SESSION_ERROR))
+        message = str(data.get("message", "unknown error"))
+        if code == ErrorCode.RESET_NEEDED:
+            raise gym.error.ResetNeeded(message)
+        if code == ErrorCode.EXECUTION_ERROR:
+            exception = {"ValueError": ValueError, "TypeError": TypeError}.get(
+                str(data.get("exception"))
+            )
+            if exception is not None:
+                raise exception(message)
+        if code in (ErrorCode.CAPACITY_REACHED, ErrorCode.FACTORY_ERROR):
+            self._drop()
+            raise SessionRejected(message, code)
+        if code == ErrorCode.IDLE_TIMEOUT:
+            self._drop()
+            raise SessionClosed(message, code)
+        raise RemoteEnvError(f"{message} (code {code})", code)

@@ -1,0 +1,173 @@
+"""The wire format between an envgym env server and its clients.
+
+It is OpenEnv's WebSocket session protocol (one connection = one env
+instance), so OpenEnv's ``GenericEnvClient`` and the frameworks built on it
+drive envgym envs unchanged. Client to server, one JSON object per text frame::
+
+    {"type": "reset", "data": {"seed": 3, "options": {...}, "episode_id": "..."}}
+    {"type": "step",  "data": {"action": "<answer>Up</answer>"}}
+    {"type": "state"}
+    {"type": "close"}
+
+Server to client::
+
+    {"type": "observation", "data": {"observation": {"text": "...", "info": {...}},
+                                     "reward": 0.0, "done": false,
+                                     "metadata": {"terminated": false, "truncated": false,
+                                                  "episode_id": "...", "turn": 0}}}
+    {"type": "state", "data": {"episode_id": "...", "step_count": 2, ...}}
+    {"type": "error", "data": {"message": "...", "code": "..."}}
+
+``info`` is the env's info dict made JSON-safe (`to_jsonable`): tuples and
+sets arrive as lists, numpy scalars and arrays as numbers and lists.
+
+This module only builds and checks plain dicts; it imports nothing beyond the
+standard library, gymnasium and numpy.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+__all__ = [
+    "CLOSE_IDLE",
+    "CLOSE_NORMAL",
+    "CLOSE_SERVER_ERROR",
+    "CLOSE_TRY_AGAIN_LATER",
+    "ErrorCode",
+    "PROTOCOL_VERSION",
+    "encode_frame",
+    "error_frame",
+    "observation_frame",
+    "text_space_from_json",
+    "text_space_to_json",
+    "to_jsonable",
+]
+
+#: Bumped when a message changes shape; served in ``GET /schema``.
+PROTOCOL_VERSION = 1
+
+# WebSocket close codes the server uses (RFC 6455 section 7.4; 4000-4999 are
+# the application's own).
+CLOSE_NORMAL = 1000
+CLOSE_SERVER_ERROR = 1011
+CLOSE_TRY_AGAIN_LATER = 1013
+CLOSE_IDLE = 4408
+
+
+class ErrorCode:
+    """The ``code`` of an error frame. The first seven are OpenEnv's own codes."""
+
+    INVALID_JSON = "INVALID_JSON"
+    UNKNOWN_TYPE = "UNKNOWN_TYPE"
+    VALIDATION_ERROR = "VALIDATION_ERROR"
+    EXECUTION_ERROR = "EXECUTION_ERROR"
+    CAPACITY_REACHED = "CAPACITY_REACHED"
+    FACTORY_ERROR = "FACTORY_ERROR"
+    SESSION_ERROR = "SESSION_ERROR"
+    #: step before the first reset, or after the episode ended.
+    RESET_NEEDED = "RESET_NEEDED"
+    #: the session sat idle past the server's --idle-timeout and was closed.
+    IDLE_TIMEOUT = "IDLE_TIMEOUT"
+
+
+def to_jsonable(value: Any) -> Any:
+    """`value` as plain JSON types: dicts with str keys, lists, str, int, float, bool, None.
+
+    Tuples and sets become lists (sets sorted where their items sort), numpy
+    scalars and arrays become numbers and lists, and anything else becomes its
+    ``str()``, so one odd info value never costs the whole step.
+    """
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, set | frozenset):
+        items = [to_jsonable(v) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:
+            return items
+    if isinstance(value, np.generic):
+        return to_jsonable(value.item())
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    return str(value)
+
+
+def observation_frame(
+    text: str,
+    info: Mapping[str, Any],
+    *,
+    reward: float,
+    terminated: bool,
+    truncated: bool,
+    episode_id: str,
+    turn: int,
+) -> dict[str, Any]:
+    """The reply to ``reset`` and ``step``; `encode_frame` makes `info` JSON-safe."""
+    return {
+        "type": "observation",
+        "data": {
+            "observation": {"text": text, "info": info},
+            "reward": float(reward),
+            "done": bool(terminated or truncated),
+            "metadata": {
+                "terminated": bool(terminated),
+                "truncated": bool(truncated),
+                "episode_id": episode_id,
+                "turn": turn,
+            },
+        },
+    }
+
+
+def encode_frame(frame: Mapping[str, Any]) -> str:
+    """`frame` as JSON text; values JSON cannot hold go through `to_jsonable` first.
+
+    Most info dicts are plain JSON already, so the C encoder runs first and the
+    (slower) conversion only when it refuses something.
+    """
+    try:
+        return json.dumps(frame, allow_nan=True)
+    except (TypeError, ValueError):
+        return json.dumps(to_jsonable(frame))
+
+
+def error_frame(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    """An error reply; the session stays open unless the server also closes it."""
+    return {"type": "error", "data": {"message": message, "code": code, **to_jsonable(extra)}}
+
+
+def text_space_to_json(space: spaces.Space) -> dict[str, Any]:
+    """A `gymnasium.spaces.Text` as JSON, keeping the charset's order (sampling uses it)."""
+    if not isinstance(space, spaces.Text):
+        raise TypeError(f"expected a gymnasium.spaces.Text space, got {space}")
+    return {
+        "type": "Text",
+        "min_length": space.min_length,
+        "max_length": space.max_length,
+        "charset": "".join(space.character_list),
+    }
+
+
+def text_space_from_json(data: Mapping[str, Any]) -> spaces.Text:
+    """The inverse of `text_space_to_json`."""
+    if data.get("type") != "Text":
+        raise ValueError(f"expected a Text space description, got {dict(data)!r}")
+    return spaces.Text(
+        max_length=int(data["max_length"]),
+        min_length=int(data["min_length"]),
+        charset=str(data["charset"]),
+    )

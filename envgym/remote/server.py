@@ -1,0 +1,923 @@
+"""The envgym env server: any registered env over OpenEnv's WebSocket protocol.
+
+One WebSocket connection at ``/ws`` is one env instance, made with
+``gym.make(env_id, **env_kwargs)`` when the connection opens and closed when
+it ends. ``GET /health`` says the server is up and how many sessions it holds;
+``GET /schema`` describes the env (id, kwargs, Text spaces, JSON Schemas of
+the messages). The messages are in `envgym.remote.protocol`.
+
+Run it with ``envgym serve ID --port P`` (or ``--uds PATH``), from Python with
+`serve` (blocking), or for tests and tools with `serve_in_background` (a
+thread in this process) and `serve_in_subprocess` (an ``envgym serve``
+process)::
+
+    with serve_in_background("envgym/Sokoban-v0", port=0) as address:
+        env = RemoteEnv(address)
+
+Env calls run on the event loop when they are quick (a Sokoban step costs
+tens of microseconds, a hand-off to a thread a few hundred) and move to a
+thread pool, per session and per method, once a few in a row take longer
+than `SLOW_CALL_S`; envs whose state lives outside the process (sandboxes) always
+run in the pool. ``offload="always"`` or ``"never"`` forces either way.
+
+fastapi and uvicorn are imported only when a server is built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import functools
+import json
+import logging
+import os
+import re
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import gymnasium as gym
+
+from envgym.remote.protocol import (
+    CLOSE_IDLE,
+    CLOSE_NORMAL,
+    CLOSE_SERVER_ERROR,
+    CLOSE_TRY_AGAIN_LATER,
+    PROTOCOL_VERSION,
+    ErrorCode,
+    encode_frame,
+    error_frame,
+    observation_frame,
+    text_space_to_json,
+    to_jsonable,
+)
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI, WebSocket
+
+__all__ = [
+    "EnvServer",
+    "READY_LINE_PREFIX",
+    "SLOW_CALL_S",
+    "ServerAddress",
+    "ServerConfig",
+    "ServerProcess",
+    "ServerStartError",
+    "parse_ready_line",
+    "ready_line",
+    "serve",
+    "serve_command",
+    "serve_in_background",
+    "serve_in_subprocess",
+]
+
+logger = logging.getLogger("envgym.remote")
+
+#: `SLOW_CALLS_TO_OFFLOAD` calls in a row slower than this move that session's
+#: later calls of the same method to the thread pool (in ``offload="auto"``).
+#: In a row, because one slow call may only mean the process was descheduled.
+SLOW_CALL_S = 0.01
+SLOW_CALLS_TO_OFFLOAD = 3
+#: `serve` prints one line starting with this, then the address, once it accepts sessions.
+READY_LINE_PREFIX = "envgym serve: serving "
+
+Offload = Literal["auto", "always", "never"]
+
+
+class ServerStartError(RuntimeError):
+    """The server could not start: bad env id or kwargs, address in use, ..."""
+
+
+# ----------------------------------------------------------------- address
+@dataclass(frozen=True)
+class ServerAddress:
+    """Where a server listens: a TCP host and port, or a Unix socket path."""
+
+    host: str | None = None
+    port: int | None = None
+    uds: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.uds is None) == (self.host is None or self.port is None):
+            raise ValueError("a ServerAddress is either host and port, or uds (a socket path)")
+
+    @property
+    def ws_url(self) -> str:
+        """The session endpoint; for a Unix socket, the URL sent in the handshake."""
+        if self.uds is not None:
+            return "ws://localhost/ws"
+        return f"ws://{_url_host(self.host or '')}:{self.port}/ws"
+
+    @property
+    def base_url(self) -> str:
+        """``http://HOST:PORT``, what OpenEnv clients take as ``base_url`` (TCP only)."""
+        if self.uds is not None:
+            raise ValueError(
+                f"{self} is a Unix socket; OpenEnv's clients need a TCP address (use --port)"
+            )
+        return f"http://{_url_host(self.host or '')}:{self.port}"
+
+    def __str__(self) -> str:
+        return f"unix:{self.uds}" if self.uds is not None else self.ws_url
+
+    @classmethod
+    def parse(cls, text: str) -> ServerAddress:
+        """Read ``ws://HOST:PORT[/ws]``, ``http://HOST:PORT``, ``HOST:PORT`` or ``unix:PATH``."""
+        text = text.strip()
+        if text.startswith("unix:"):
+            path = text[len("unix:") :]
+            if not path:
+                raise ValueError("unix: needs a socket path, e.g. unix:/tmp/envgym.sock")
+            return cls(uds=path)
+        match = re.fullmatch(r"(?:(?:ws|http)s?://)?(\[[^\]]+\]|[^:/\[\]]+):(\d+)(?:/ws)?/?", text)
+        if match is None:
+            raise ValueError(
+                f"cannot read a server address from {text!r}; expected ws://HOST:PORT, "
+                "http://HOST:PORT, HOST:PORT or unix:PATH"
+            )
+        return cls(host=match.group(1).strip("[]"), port=int(match.group(2)))
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+# ------------------------------------------------------------------ config
+@dataclass
+class ServerConfig:
+    """What one server serves and its limits."""
+
+    env_id: str
+    #: keyword arguments for ``gym.make(env_id, ...)``, the same for every session.
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    #: sessions served at once; one more is refused with a CAPACITY_REACHED error.
+    max_sessions: int = 256
+    #: close sessions with no message for this long (seconds); None or 0: never.
+    idle_timeout_s: float | None = 3600.0
+    #: where env calls run: "auto" (the loop while quick, else a thread), "always", "never".
+    offload: Offload = "auto"
+    #: WebSocket keep-alive pings; a peer silent for ping_timeout_s after one is dropped.
+    ping_interval_s: float | None = 20.0
+    ping_timeout_s: float | None = 20.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_sessions, int) or self.max_sessions < 1:
+            raise ValueError(f"max_sessions must be a whole number >= 1, got {self.max_sessions!r}")
+        if self.idle_timeout_s is not None and self.idle_timeout_s < 0:
+            raise ValueError(f"idle_timeout_s must be >= 0, got {self.idle_timeout_s!r}")
+        if self.offload not in ("auto", "always", "never"):
+            raise ValueError(f"offload must be 'auto', 'always' or 'never', got {self.offload!r}")
+
+    @property
+    def idle_timeout(self) -> float | None:
+        return self.idle_timeout_s or None
+
+
+# ----------------------------------------------------------------- session
+class _Session:
+    """One connection's env and episode bookkeeping."""
+
+    def __init__(self, websocket: WebSocket) -> None:
+        self.id = uuid.uuid4().hex
+        self.websocket = websocket
+        self.env: gym.Env | None = None
+        self.episode_id: str | None = None
+        self.running = False
+        self.terminated = False
+        self.truncated = False
+        self.turn = 0
+        self.episode_return = 0.0
+        self.busy = True  # until the env exists
+        self.closing = False
+        self.last_active = time.monotonic()
+        self.offloaded: set[str] = set()
+        self.slow_calls: dict[str, int] = {}
+
+
+_RESET_KEYS = ("seed", "options", "episode_id")
+_STEP_KEYS = ("action", "metadata")
+
+
+# ------------------------------------------------------------------ server
+class EnvServer:
+    """The ASGI app serving one env id; `app` is a FastAPI application.
+
+    Building it makes one env to check the id and kwargs (a `ServerStartError`
+    says what is wrong) and to read its spaces for ``/schema``.
+    """
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        probe = _make_env(config.env_id, config.env_kwargs)
+        try:
+            self.observation_space = probe.observation_space
+            self.action_space = probe.action_space
+            self._state_outside_process = bool(getattr(probe.unwrapped, "fork_by_replay", False))
+        finally:
+            probe.close()
+        self.sessions: dict[str, _Session] = {}
+        self.sessions_served = 0
+        self.sessions_refused = 0
+        self._executor: ThreadPoolExecutor | None = None
+        self._closers: set[asyncio.Task[None]] = set()
+        self.app = self._build_app()
+
+    # -------------------------------------------------------------- routes
+    def _build_app(self) -> FastAPI:
+        from fastapi import FastAPI
+
+        @contextlib.asynccontextmanager
+        async def lifespan(_app: FastAPI):
+            self._executor = ThreadPoolExecutor(
+                max_workers=min(self.config.max_sessions, 64), thread_name_prefix="envgym-env"
+            )
+            reaper = asyncio.create_task(self._reap_idle_sessions())
+            try:
+                yield
+            finally:
+                reaper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reaper
+                self._executor.shutdown(wait=False, cancel_futures=True)
+
+        app = FastAPI(
+            title=f"envgym server: {self.config.env_id}",
+            description="An envgym environment over OpenEnv's WebSocket session protocol at /ws.",
+            lifespan=lifespan,
+        )
+
+        @app.get("/health")
+        async def health() -> dict[str, Any]:
+            return {
+                "status": "healthy",
+                "env_id": self.config.env_id,
+                "sessions": len(self.sessions),
+                "max_sessions": self.config.max_sessions,
+                "sessions_served": self.sessions_served,
+                "sessions_refused": self.sessions_refused,
+            }
+
+        @app.get("/schema")
+        async def schema() -> dict[str, Any]:
+            return self.schema()
+
+        # A plain Starlette route: the session handler needs no dependency injection.
+        app.router.add_websocket_route("/ws", self._serve_session)
+
+        return app
+
+    def schema(self) -> dict[str, Any]:
+        """What ``GET /schema`` returns: OpenEnv's three JSON Schemas plus envgym's spaces."""
+        import envgym
+
+        action = text_space_to_json(self.action_space)
+        observation = text_space_to_json(self.observation_space)
+        return {
+            "action": {
+                "type": "object",
+                "properties": {
+                    "action": {
+                        "type": "string",
+                        "maxLength": action["max_length"],
+                        "description": "the model's whole reply, e.g. <answer>Up</answer>",
+                    },
+                },
+                "required": ["action"],
+            },
+            "observation": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "maxLength": observation["max_length"]},
+                    "info": {"type": "object", "description": "the env's info dict"},
+                },
+                "required": ["text", "info"],
+            },
+            "state": {
+                "type": "object",
+                "properties": {
+                    "episode_id": {"type": ["string", "null"]},
+                    "step_count": {"type": "integer"},
+                    "env_id": {"type": "string"},
+                    "running": {"type": "boolean"},
+                    "terminated": {"type": "boolean"},
+                    "truncated": {"type": "boolean"},
+                    "episode_return": {"type": "number"},
+                },
+            },
+            "env_id": self.config.env_id,
+            "env_kwargs": to_jsonable(self.config.env_kwargs),
+            "action_space": action,
+            "observation_space": observation,
+            "protocol_version": PROTOCOL_VERSION,
+            "envgym_version": envgym.__version__,
+            "max_sessions": self.config.max_sessions,
+            "idle_timeout_s": self.config.idle_timeout,
+        }
+
+    # ------------------------------------------------------------ sessions
+    async def _serve_session(self, websocket: WebSocket) -> None:
+        from starlette.websockets import WebSocketDisconnect
+
+        if len(self.sessions) >= self.config.max_sessions:
+            self.sessions_refused += 1
+            await self._refuse(websocket)
+            return
+        session = _Session(websocket)
+        # Registered before the first await, so concurrent connects count each other.
+        self.sessions[session.id] = session
+        self.sessions_served += 1
+        try:
+            await websocket.accept()
+            try:
+                session.env = await self._in_thread(
+                    _make_env, self.config.env_id, self.config.env_kwargs, checked=False
+                )
+            except ServerStartError as exc:
+                await self._send(session, error_frame(ErrorCode.FACTORY_ERROR, str(exc)))
+                await websocket.close(CLOSE_SERVER_ERROR, "could not make the env")
+                return
+            session.busy = False
+            session.last_active = time.monotonic()
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect" or session.closing:
+                    break
+                session.busy = True
+                raw = message.get("text")
+                if raw is None:
+                    raw = (message.get("bytes") or b"").decode("utf-8", errors="replace")
+                reply, close = await self._handle(session, raw)
+                if reply is not None:
+                    await self._send(session, reply)
+                session.busy = False
+                session.last_active = time.monotonic()
+                if close:
+                    await websocket.close(CLOSE_NORMAL, "session closed by the client")
+                    break
+        except (WebSocketDisconnect, OSError):
+            pass  # the client went away; its env is closed below
+        except RuntimeError as exc:
+            # Starlette's answer to a send or receive after the close handshake
+            # (the reaper closed this session while a message was arriving).
+            logger.debug("session %s ended: %s", session.id, exc)
+        finally:
+            del self.sessions[session.id]
+            if session.env is not None:
+                try:
+                    await self._in_thread(session.env.close)
+                except Exception:  # a failing close must not take the server down
+                    logger.exception("closing the env of session %s failed", session.id)
+
+    async def _refuse(self, websocket: WebSocket) -> None:
+        limit = self.config.max_sessions
+        message = (
+            f"the server already holds its limit of {limit} sessions; close a session or "
+            f"start the server with a higher --max-sessions (now {limit})"
+        )
+        frame = error_frame(
+            ErrorCode.CAPACITY_REACHED,
+            message,
+            active_sessions=len(self.sessions),
+            max_sessions=limit,
+        )
+        reason = f"session limit {limit} reached; raise it with --max-sessions"
+        with contextlib.suppress(Exception):  # a client that left before hearing why
+            await websocket.accept()
+            await websocket.send_text(encode_frame(frame))
+            await websocket.close(CLOSE_TRY_AGAIN_LATER, reason)
+
+    async def _send(self, session: _Session, frame: dict[str, Any]) -> None:
+        await session.websocket.send_text(encode_frame(frame))
+
+    async def _reap_idle_sessions(self) -> None:
+        timeout = self.config.idle_timeout
+        if timeout is None:
+            return
+        interval = min(max(timeout / 4, 0.05), 5.0)
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for session in list(self.sessions.values()):
+                if session.busy or session.closing or now - session.last_active < timeout:
+                    continue
+                session.closing = True
+                task = asyncio.create_task(self._close_idle(session, timeout))
+                # The loop keeps only weak references to tasks; hold each until it is done.
+                self._closers.add(task)
+                task.add_done_callback(self._closers.discard)
+
+    async def _close_idle(self, session: _Session, timeout: float) -> None:
+        message = (
+            f"this session sent nothing for {timeout:g} s (the server's --idle-timeout) and "
+            "was closed; connect again to start a new one"
+        )
+        with contextlib.suppress(Exception):  # the client may be gone already
+            await self._send(session, error_frame(ErrorCode.IDLE_TIMEOUT, message))
+            await session.websocket.close(CLOSE_IDLE, f"idle for more than {timeout:g} s")
+
+    # ------------------------------------------------------------ messages
+    async def _handle(self, session: _Session, raw: str) -> tuple[dict[str, Any] | None, bool]:
+        """The reply to one message, and whether to close the session after it."""
+        try:
+            message = json.loads(raw)
+        except ValueError as exc:
+            return _invalid_json(raw, exc), False
+        if not isinstance(message, dict):
+            return error_frame(
+                ErrorCode.VALIDATION_ERROR,
+                f"expected a JSON object with a 'type' field, got {type(message).__name__}",
+            ), False
+        kind = message.get("type")
+        data = message.get("data")
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            return error_frame(
+                ErrorCode.VALIDATION_ERROR,
+                f"'data' must be a JSON object, got {type(data).__name__}",
+            ), False
+        if kind == "step":
+            return await self._step(session, data), False
+        if kind == "reset":
+            return await self._reset(session, data), False
+        if kind == "state":
+            return {"type": "state", "data": self._state(session)}, False
+        if kind == "close":
+            return None, True
+        return error_frame(
+            ErrorCode.UNKNOWN_TYPE,
+            f"unknown message type {kind!r}; send one of 'reset', 'step', 'state', 'close'",
+        ), False
+
+    async def _reset(self, session: _Session, data: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(data) - set(_RESET_KEYS))
+        if unknown:
+            return error_frame(
+                ErrorCode.VALIDATION_ERROR,
+                f"unknown reset field(s) {unknown}; reset takes 'seed' (int >= 0), "
+                "'options' (object) and 'episode_id' (string)",
+            )
+        seed, options, episode_id = data.get("seed"), data.get("options"), data.get("episode_id")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+            return error_frame(
+                ErrorCode.VALIDATION_ERROR, f"seed must be an integer >= 0 or null, got {seed!r}"
+            )
+        if options is not None and not isinstance(options, dict):
+            return error_frame(
+                ErrorCode.VALIDATION_ERROR, f"options must be an object or null, got {options!r}"
+            )
+        if episode_id is not None and not isinstance(episode_id, str):
+            return error_frame(
+                ErrorCode.VALIDATION_ERROR, f"episode_id must be a string, got {episode_id!r}"
+            )
+        assert session.env is not None
+        try:
+            obs, info = await self._call(session, "reset", seed=seed, options=options)
+        except Exception as exc:
+            return _env_error("reset", exc)
+        session.episode_id = episode_id or uuid.uuid4().hex
+        session.running = True
+        session.terminated = session.truncated = False
+        session.turn = 0
+        session.episode_return = 0.0
+        return observation_frame(
+            obs,
+            info,
+            reward=0.0,
+            terminated=False,
+            truncated=False,
+            episode_id=session.episode_id,
+            turn=0,
+        )
+
+    async def _step(self, session: _Session, data: dict[str, Any]) -> dict[str, Any]:
+        action = data.get("action")
+        if not isinstance(action, str) or set(data) - set(_STEP_KEYS):
+            return error_frame(
+                ErrorCode.VALIDATION_ERROR,
+                'a step message is {"type": "step", "data": {"action": "<the model\'s reply>"}}'
+                f"; got data with fields {sorted(data)}"
+                + ("" if action is None or isinstance(action, str) else " and a non-text action"),
+            )
+        if not session.running:
+            if session.episode_id is None:
+                text = 'no episode is running in this session; send {"type": "reset"} first'
+            else:
+                how = "terminated" if session.terminated else "was truncated"
+                turns = f"{session.turn} turn" + ("" if session.turn == 1 else "s")
+                text = f'the episode {how} after {turns}; send {{"type": "reset"}} to start another'
+            return error_frame(ErrorCode.RESET_NEEDED, text)
+        try:
+            obs, reward, terminated, truncated, info = await self._call(session, "step", action)
+        except gym.error.ResetNeeded as exc:
+            session.running = False
+            return error_frame(ErrorCode.RESET_NEEDED, str(exc))
+        except Exception as exc:
+            return _env_error("step", exc)
+        session.turn += 1
+        session.episode_return += float(reward)
+        session.terminated, session.truncated = bool(terminated), bool(truncated)
+        session.running = not (terminated or truncated)
+        return observation_frame(
+            obs,
+            info,
+            reward=reward,
+            terminated=terminated,
+            truncated=truncated,
+            episode_id=session.episode_id or "",
+            turn=session.turn,
+        )
+
+    def _state(self, session: _Session) -> dict[str, Any]:
+        return {
+            "episode_id": session.episode_id,
+            "step_count": session.turn,
+            "env_id": self.config.env_id,
+            "running": session.running,
+            "terminated": session.terminated,
+            "truncated": session.truncated,
+            "episode_return": session.episode_return,
+        }
+
+    # ----------------------------------------------------------- env calls
+    async def _call(self, session: _Session, method: str, *args: Any, **kwargs: Any) -> Any:
+        fn = getattr(session.env, method)
+        offload = self.config.offload
+        if offload == "always" or (
+            offload == "auto" and (self._state_outside_process or method in session.offloaded)
+        ):
+            return await self._in_thread(fn, *args, **kwargs)
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if offload == "auto":
+                if time.perf_counter() - start > SLOW_CALL_S:
+                    session.slow_calls[method] = slow = session.slow_calls.get(method, 0) + 1
+                    if slow >= SLOW_CALLS_TO_OFFLOAD:
+                        session.offloaded.add(method)
+                else:
+                    session.slow_calls[method] = 0
+
+    async def _in_thread(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+
+def _make_env(env_id: str, env_kwargs: Mapping[str, Any], checked: bool = True) -> gym.Env:
+    """`gym.make`, with errors that say what to fix.
+
+    Session envs go without Gymnasium's passive env checker: the probe env made
+    at start-up had it, and after a first reset that raises (a bad option from
+    a client) the checker breaks the next step (gymnasium 1.4).
+    """
+    from envgym.evaluation import EvaluationError, make_text_env
+
+    if not checked:
+        env_kwargs = {**env_kwargs, "disable_env_checker": True}
+    try:
+        return make_text_env(env_id, env_kwargs)
+    except KeyError as exc:
+        raise ServerStartError(exc.args[0] if exc.args else str(exc)) from None
+    except EvaluationError as exc:
+        raise ServerStartError(str(exc)) from None
+
+
+def _invalid_json(raw: str, exc: ValueError) -> dict[str, Any]:
+    shown = raw if len(raw) <= 80 else raw[:77] + "..."
+    return error_frame(
+        ErrorCode.INVALID_JSON,
+        f"message is not valid JSON ({exc}): {shown!r}; send one JSON object per text frame, "
+        'e.g. {"type": "reset", "data": {"seed": 0}}',
+    )
+
+
+def _env_error(method: str, exc: Exception) -> dict[str, Any]:
+    return error_frame(
+        ErrorCode.EXECUTION_ERROR,
+        f"env.{method}() raised {type(exc).__name__}: {exc}",
+        exception=type(exc).__name__,
+    )
+
+
+# ----------------------------------------------------------------- serving
+def _bind(host: str, port: int, uds: str | os.PathLike[str] | None) -> socket.socket:
+    """A listening socket; a stale socket file at `uds` is replaced, a live one is an error."""
+    if uds is not None:
+        path = os.fspath(uds)
+        if os.path.exists(path):
+            if not stat.S_ISSOCK(os.stat(path).st_mode):
+                raise ServerStartError(
+                    f"{path} exists and is not a socket; pick another --uds path"
+                )
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(path)
+            except OSError:
+                os.unlink(path)  # left by a server that is gone
+            else:
+                raise ServerStartError(
+                    f"another server is already listening on {path}; stop it or pick another --uds"
+                )
+            finally:
+                probe.close()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(path)
+        except OSError as exc:
+            sock.close()
+            raise ServerStartError(f"cannot listen on {path}: {exc.strerror or exc}") from None
+        # Like uvicorn: any local user who can reach the directory may connect;
+        # the directory's permissions decide who can.
+        os.chmod(path, 0o666)
+    else:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            sock.close()
+            hint = "; pick another --port (0 picks a free one)" if exc.errno == 98 else ""
+            raise ServerStartError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}{hint}"
+            ) from None
+    sock.listen(2048)
+    return sock
+
+
+def _address_of(sock: socket.socket) -> ServerAddress:
+    if sock.family == socket.AF_UNIX:
+        return ServerAddress(uds=sock.getsockname())
+    host, port = sock.getsockname()[:2]
+    return ServerAddress(host=host, port=port)
+
+
+def _uvicorn_server(server: EnvServer, log_level: str, on_ready: Callable[[], None] | None) -> Any:
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and on_ready is not None:
+                on_ready()
+
+    config = uvicorn.Config(
+        server.app,
+        log_level=log_level,
+        access_log=False,
+        ws="websockets-sansio",
+        # Deflate costs more than it saves on short text over a local link.
+        ws_per_message_deflate=False,
+        ws_ping_interval=server.config.ping_interval_s,
+        ws_ping_timeout=server.config.ping_timeout_s,
+        ws_max_size=64 * 1024 * 1024,
+        timeout_graceful_shutdown=5,
+        lifespan="on",
+    )
+    return _Server(config)
+
+
+def serve(
+    env_id: str,
+    env_kwargs: Mapping[str, Any] | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    uds: str | os.PathLike[str] | None = None,
+    max_sessions: int = 256,
+    idle_timeout_s: float | None = 3600.0,
+    offload: Offload = "auto",
+    ping_interval_s: float | None = 20.0,
+    ping_timeout_s: float | None = 20.0,
+    log_level: str = "warning",
+    on_ready: Callable[[ServerAddress], None] | None = None,
+) -> None:
+    """Serve `env_id` until interrupted (SIGINT/SIGTERM when run in the main thread).
+
+    Listens on `uds` when given, else on `host`:`port` (port 0 picks a free
+    one). `on_ready(address)` is called once sessions are accepted.
+    """
+    config = ServerConfig(
+        env_id=env_id,
+        env_kwargs=dict(env_kwargs or {}),
+        max_sessions=max_sessions,
+        idle_timeout_s=idle_timeout_s,
+        offload=offload,
+        ping_interval_s=ping_interval_s,
+        ping_timeout_s=ping_timeout_s,
+    )
+    server = EnvServer(config)
+    sock = _bind(host, port, uds)
+    address = _address_of(sock)
+    ready = None if on_ready is None else functools.partial(on_ready, address)
+    with _sigterm_as_exception():
+        try:
+            _uvicorn_server(server, log_level, ready).run(sockets=[sock])
+        except _Terminated:
+            pass  # a clean stop, as asked (docker stop, kill)
+        finally:
+            sock.close()
+            if address.uds is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(address.uds)
+
+
+class _Terminated(Exception):
+    pass
+
+
+def _raise_terminated(_signum: int, _frame: Any) -> None:
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_as_exception() -> Iterator[None]:
+    """Make SIGTERM an exception while serving, so the socket file is removed.
+
+    uvicorn handles SIGTERM itself (a graceful shutdown), then raises the signal
+    again for the previous handler; with the default one the process would die
+    before cleaning up.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    import signal
+
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def ready_line(env_id: str, address: ServerAddress) -> str:
+    """The line ``envgym serve`` prints once it accepts sessions."""
+    return f"{READY_LINE_PREFIX}{env_id} at {address}"
+
+
+def parse_ready_line(line: str) -> ServerAddress | None:
+    """The address in a `ready_line`, or None if `line` is not one."""
+    if not line.startswith(READY_LINE_PREFIX) or " at " not in line:
+        return None
+    return ServerAddress.parse(line.rstrip("\r\n").split(" at ", 1)[1])
+
+
+@contextlib.contextmanager
+def serve_in_background(
+    env_id: str,
+    env_kwargs: Mapping[str, Any] | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    uds: str | os.PathLike[str] | None = None,
+    log_level: str = "warning",
+    startup_timeout_s: float = 60.0,
+    **options: Any,
+) -> Iterator[ServerAddress]:
+    """Run a server in a thread of this process while the block runs; yields its address.
+
+    `options` are `ServerConfig` fields (max_sessions, idle_timeout_s, offload, ...).
+    """
+    config = ServerConfig(env_id=env_id, env_kwargs=dict(env_kwargs or {}), **options)
+    server = EnvServer(config)
+    sock = _bind(host, port, uds)
+    address = _address_of(sock)
+    started = threading.Event()
+    failure: list[BaseException] = []
+    uv = _uvicorn_server(server, log_level, started.set)
+
+    def run() -> None:
+        try:
+            uv.run(sockets=[sock])
+        except BaseException as exc:  # SystemExit from a failed startup included
+            failure.append(exc)
+        finally:
+            started.set()
+
+    thread = threading.Thread(target=run, name=f"envgym-serve-{env_id}", daemon=True)
+    thread.start()
+    try:
+        if not started.wait(startup_timeout_s) or failure or not uv.started:
+            raise ServerStartError(
+                f"the server for {env_id} did not start"
+                + (f": {failure[0]!r}" if failure else f" within {startup_timeout_s:g} s")
+            )
+        yield address
+    finally:
+        uv.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+        if address.uds is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(address.uds)
+
+
+def serve_command(
+    env_id: str,
+    env_kwargs: Mapping[str, Any] | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    uds: str | os.PathLike[str] | None = None,
+    max_sessions: int | None = None,
+    idle_timeout_s: float | None = None,
+    extra_args: Sequence[str] = (),
+) -> list[str]:
+    """The arguments after ``envgym`` that serve `env_id` (for a subprocess or a container)."""
+    args = ["serve", env_id]
+    if uds is not None:
+        args += ["--uds", os.fspath(uds)]
+    else:
+        args += ["--host", host, "--port", str(0 if port is None else port)]
+    if max_sessions is not None:
+        args += ["--max-sessions", str(max_sessions)]
+    if idle_timeout_s is not None:
+        args += ["--idle-timeout", f"{idle_timeout_s:g}"]
+    if env_kwargs:
+        args += ["--kwargs", json.dumps(to_jsonable(dict(env_kwargs)))]
+    return args + list(extra_args)
+
+
+class ServerProcess:
+    """An ``envgym serve`` child process; `address` is set once it accepts sessions."""
+
+    def __init__(self, argv: Sequence[str], startup_timeout_s: float = 60.0) -> None:
+        self.argv = list(argv)
+        self.output: collections.deque[str] = collections.deque(maxlen=200)
+        self.process = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
+        found = threading.Event()
+        self._address: ServerAddress | None = None
+
+        def read() -> None:
+            assert self.process.stdout is not None
+            for line in self.process.stdout:
+                self.output.append(line.rstrip("\n"))
+                if self._address is None:
+                    self._address = parse_ready_line(line)
+                    if self._address is not None:
+                        found.set()
+            found.set()
+
+        self._reader = threading.Thread(target=read, name="envgym-serve-output", daemon=True)
+        self._reader.start()
+        if not found.wait(startup_timeout_s) or self._address is None:
+            self.stop()
+            said = "\n".join(self.output) or "(no output)"
+            raise ServerStartError(
+                f"`envgym {' '.join(self.argv[3:])}` did not start; it printed:\n{said}"
+            )
+
+    @property
+    def address(self) -> ServerAddress:
+        assert self._address is not None
+        return self._address
+
+    def stop(self, timeout_s: float = 15.0) -> int | None:
+        """SIGTERM, then SIGKILL if it has not exited after `timeout_s`; the exit status."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._reader.join(timeout=5)
+        return self.process.returncode
+
+
+@contextlib.contextmanager
+def serve_in_subprocess(
+    env_id: str,
+    env_kwargs: Mapping[str, Any] | None = None,
+    *,
+    startup_timeout_s: float = 60.0,
+    **options: Any,
+) -> Iterator[ServerProcess]:
+    """Run ``envgym serve`` (this interpreter, ``-m envgym``) while the block runs.
+
+    `options` are `serve_command`'s (host, port, uds, max_sessions, idle_timeout_s,
+    extra_args); the port defaults to 0, a free one. Yields the `ServerProcess`.
+    """
+    argv = [sys.executable, "-m", "envgym", *serve_command(env_id, env_kwargs, **options)]
+    server = ServerProcess(argv, startup_timeout_s)
+    try:
+        yield server
+    finally:
+        server.stop()

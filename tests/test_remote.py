@@ -1,0 +1,456 @@
+"""``envgym serve`` and `RemoteEnv`: envs over OpenEnv's WebSocket protocol.
+
+Servers run for real: ``envgym serve`` subprocesses (through the CLI) where the
+test is about the command or about clients in another process, and
+`serve_in_background` threads elsewhere. Every address is 127.0.0.1 or a Unix
+socket under tmp_path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import envgym  # noqa: F401  (registers the ids)
+from envgym.agents import make_agent
+from envgym.cli import main
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+websockets = pytest.importorskip("websockets")
+
+from websockets.exceptions import ConnectionClosed  # noqa: E402
+from websockets.sync.client import connect, unix_connect  # noqa: E402
+
+from envgym.remote import (  # noqa: E402
+    RemoteEnv,
+    ServerAddress,
+    ServerStartError,
+    ServerUnreachable,
+    SessionClosed,
+    SessionRejected,
+    serve_in_background,
+    serve_in_subprocess,
+)
+from envgym.remote.client import fetch_json  # noqa: E402
+from envgym.remote.protocol import encode_frame, to_jsonable  # noqa: E402
+
+SOKOBAN = "envgym/Sokoban-v0"
+FROZEN = "envgym/FrozenLake-v0"
+
+
+def open_ws(address: ServerAddress):
+    """A raw WebSocket session (a context manager), as any client would open one."""
+    if address.uds is not None:
+        return unix_connect(address.uds, address.ws_url, compression=None)
+    return connect(address.ws_url, compression=None)
+
+
+def ask(ws, message: dict | str) -> dict:
+    ws.send(message if isinstance(message, str) else json.dumps(message))
+    return json.loads(ws.recv(timeout=30))
+
+
+def wait_until(predicate, timeout_s: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+@pytest.fixture(scope="module")
+def sokoban_server():
+    """One in-process server shared by the tests that only need a Sokoban session."""
+    with serve_in_background(SOKOBAN, max_sessions=64) as address:
+        yield address
+
+
+# ------------------------------------------------ OpenEnv's own client, unchanged
+def play_with_openenv_client(client, seed: int) -> tuple[int, float, dict]:
+    """Reset and play the Sokoban oracle's moves to the end; (turns, last reward, info)."""
+    oracle = make_agent("oracle", gym.make(SOKOBAN))
+    result = client.reset(seed=seed)
+    assert result.done is False
+    assert result.observation["text"].startswith("Sokoban")
+    turns = 0
+    while not result.done:
+        action = oracle.act(result.observation["text"], result.observation["info"])
+        result = client.step({"action": action})
+        turns += 1
+    return turns, result.reward, result.observation["info"]
+
+
+def test_openenv_generic_client_plays_an_episode_over_tcp():
+    from openenv import GenericEnvClient
+
+    with serve_in_subprocess(SOKOBAN, port=0) as server:
+        assert server.address.host == "127.0.0.1"
+        local = gym.make(SOKOBAN)
+        with GenericEnvClient(base_url=server.address.base_url).sync() as client:
+            turns, reward, info = play_with_openenv_client(client, seed=11)
+            assert info["success"] is True
+            assert reward > 0
+            # The episode ends exactly where the local env ends with the same moves.
+            local.reset(seed=11)
+            oracle = make_agent("oracle", local)
+            obs, info = local.reset(seed=11)
+            local_turns, done = 0, False
+            while not done:
+                obs, local_reward, terminated, truncated, info = local.step(oracle.act(obs, info))
+                local_turns += 1
+                done = terminated or truncated
+            assert (turns, reward) == (local_turns, local_reward)
+            state = client.state()
+            assert state["step_count"] == turns and state["terminated"] is True
+            # A second episode on the same connection.
+            turns, reward, info = play_with_openenv_client(client, seed=12)
+            assert info["success"] is True
+            # Errors come back as OpenEnv's error frames, which its client raises.
+            with pytest.raises(RuntimeError, match="RESET_NEEDED"):
+                client.step({"action": "<answer>Up</answer>"})
+
+
+def test_openenv_async_client_plays_an_episode_over_a_unix_socket(tmp_path):
+    from openenv import GenericEnvClient
+    from websockets.asyncio.client import unix_connect as async_unix_connect
+
+    path = tmp_path / "sokoban.sock"
+    with serve_in_subprocess(SOKOBAN, uds=path) as server:
+        assert server.address.uds == str(path)
+
+        async def play() -> tuple[int, float, dict]:
+            client = GenericEnvClient(base_url="http://localhost")
+            # OpenEnv's client dials TCP only; give it a connection over the socket
+            # (it uses an open connection as is) and let it do everything else.
+            client._ws = await async_unix_connect(str(path), "ws://localhost/ws")
+            try:
+                oracle = make_agent("oracle", gym.make(SOKOBAN))
+                result = await client.reset(seed=3)
+                turns = 0
+                while not result.done:
+                    obs = result.observation
+                    result = await client.step({"action": oracle.act(obs["text"], obs["info"])})
+                    turns += 1
+                return turns, result.reward, result.observation["info"]
+            finally:
+                await client.close()
+
+        turns, reward, info = asyncio.run(play())
+        assert info["success"] is True and reward > 0 and turns >= 1
+    # SIGTERM shut the server down cleanly and it removed its socket file.
+    assert server.process.returncode == 0
+    assert not path.exists()
+
+
+# ------------------------------------------------------------------ RemoteEnv
+def test_remote_env_passes_check_env(sokoban_server, tmp_path):
+    with RemoteEnv(sokoban_server) as env:
+        check_env(env, skip_render_check=True)
+    with serve_in_background(FROZEN, uds=tmp_path / "frozen.sock") as address:
+        with RemoteEnv(uds=address.uds) as env:
+            check_env(env, skip_render_check=True)
+
+
+def play_both(remote: gym.Env, local: gym.Env, seed: int, agent: str, options=None) -> int:
+    """Play one episode in both envs with the same actions; assert identical results."""
+    r_obs, r_info = remote.reset(seed=seed, options=options)
+    l_obs, l_info = local.reset(seed=seed, options=options)
+    assert (r_obs, r_info) == (l_obs, l_info)
+    actor = make_agent(agent, local, seed=seed)
+    steps, done = 0, False
+    while not done:
+        action = actor.act(l_obs, l_info)
+        remote_result = remote.step(action)
+        local_result = local.step(action)
+        assert remote_result == local_result
+        assert type(remote_result[1]) is float
+        l_obs, l_info = local_result[0], local_result[4]
+        done = local_result[2] or local_result[3]
+        steps += 1
+    return steps
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        (SOKOBAN, {"difficulty": "medium"}),
+        (FROZEN, {}),
+        ("envgym/TicTacToe-v0", {"difficulty": "hard"}),
+    ],
+)
+def test_remote_env_gives_what_the_local_env_gives(env_id, kwargs):
+    local = gym.make(env_id, **kwargs)
+    with serve_in_background(env_id, kwargs) as address, RemoteEnv(address) as remote:
+        assert remote.env_id == env_id
+        assert remote.action_space == local.action_space
+        assert remote.observation_space == local.observation_space
+        assert remote.action_space.character_list == local.action_space.character_list
+        for seed in range(4):
+            agent = "oracle" if seed % 2 and get_oracle(env_id) else "random"
+            assert play_both(remote, local, seed, agent) >= 1
+        # Reset options travel too.
+        play_both(remote, local, 9, "random", options={"difficulty": "easy"})
+        # A bad option is the same error as locally.
+        with pytest.raises(ValueError, match="unknown reset option"):
+            local.reset(options={"nope": 1})
+        with pytest.raises(ValueError, match="unknown reset option"):
+            remote.reset(options={"nope": 1})
+        # And the session carries on.
+        play_both(remote, local, 10, "random")
+
+
+def get_oracle(env_id: str) -> bool:
+    return envgym.get_spec(env_id).oracle is not None
+
+
+def test_remote_env_step_before_reset_and_after_the_end_needs_reset(sokoban_server):
+    with RemoteEnv(sokoban_server) as env:
+        with pytest.raises(gym.error.ResetNeeded, match="reset"):
+            env.step("<answer>Up</answer>")
+        obs, info = env.reset(seed=1)
+        oracle = make_agent("oracle", gym.make(SOKOBAN))
+        done = False
+        while not done:
+            obs, reward, terminated, truncated, info = env.step(oracle.act(obs, info))
+            done = terminated or truncated
+        with pytest.raises(gym.error.ResetNeeded, match="terminated"):
+            env.step("<answer>Up</answer>")
+        assert env.state()["terminated"] is True
+        env.reset(seed=2)
+        assert env.step("<answer>Up</answer>")[4]["turn"] == 1
+
+
+def test_remote_env_render_and_kwargs_from_the_server_command(tmp_path):
+    # Env kwargs given on the command line, JSON and key=value both.
+    with serve_in_subprocess(
+        SOKOBAN,
+        {"difficulty": "hard"},
+        uds=tmp_path / "s.sock",
+        extra_args=["--kwarg", "max_turns=7"],
+    ) as server:
+        schema = fetch_json(server.address, "/schema")
+        assert schema["env_kwargs"] == {"difficulty": "hard", "max_turns": 7}
+        assert schema["env_id"] == SOKOBAN
+        assert schema["action"]["required"] == ["action"]
+        local = gym.make(SOKOBAN, difficulty="hard", max_turns=7)
+        with RemoteEnv(f"unix:{server.address.uds}", render_mode="ansi") as env:
+            obs, _ = env.reset(seed=4)
+            assert obs == local.reset(seed=4)[0]
+            assert env.render() == obs
+            truncated = False
+            for _ in range(7):
+                *_, truncated, _info = env.step("<answer>Up</answer>")
+            assert truncated is True  # max_turns=7 reached the server's env
+
+
+def test_unreachable_server_is_a_clear_error(tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(ServerUnreachable, match=f"envgym serve ID --port {port}"):
+        RemoteEnv(f"ws://127.0.0.1:{port}")
+    missing = tmp_path / "none.sock"
+    with pytest.raises(ServerUnreachable, match="no envgym server answers"):
+        RemoteEnv(uds=str(missing))
+    with pytest.raises(ValueError, match="cannot read a server address"):
+        RemoteEnv("not an address")
+
+
+# ------------------------------------------------------------------- limits
+def test_sessions_past_the_limit_are_refused_with_a_clear_message(tmp_path):
+    with serve_in_background(SOKOBAN, uds=tmp_path / "two.sock", max_sessions=2) as address:
+        first, second = RemoteEnv(address), RemoteEnv(address)
+        with pytest.raises(SessionRejected, match="limit of 2 sessions.*--max-sessions"):
+            RemoteEnv(address)
+        # What a raw client sees: an error frame, then a close that says the same.
+        with open_ws(address) as ws:
+            frame = json.loads(ws.recv(timeout=30))
+            assert frame["type"] == "error"
+            assert frame["data"]["code"] == "CAPACITY_REACHED"
+            assert frame["data"]["max_sessions"] == 2
+            with pytest.raises(ConnectionClosed) as closed:
+                ws.recv(timeout=30)
+        assert closed.value.rcvd.code == 1013
+        assert "--max-sessions" in closed.value.rcvd.reason
+        # Sessions still open keep working, and a freed slot is taken again.
+        first.reset(seed=0)
+        assert first.step("<answer>Up</answer>")[4]["turn"] == 1
+        second.close()
+        assert wait_until(lambda: fetch_json(address, "/health")["sessions"] == 1)
+        third = RemoteEnv(address)
+        third.reset(seed=0)
+        assert fetch_json(address, "/health")["sessions_refused"] == 2
+        first.close()
+        third.close()
+
+
+def test_bad_messages_get_error_frames_and_the_session_goes_on(sokoban_server):
+    with open_ws(sokoban_server) as ws:
+        cases = [
+            ("{not json", "INVALID_JSON", "not valid JSON"),
+            ("[1, 2]", "VALIDATION_ERROR", "JSON object"),
+            ({"type": "jump"}, "UNKNOWN_TYPE", "'reset', 'step', 'state', 'close'"),
+            ({"type": "step", "data": {"action": "<answer>Up</answer>"}}, "RESET_NEEDED", "reset"),
+            ({"type": "reset", "data": {"seed": -1}}, "VALIDATION_ERROR", "seed"),
+            ({"type": "reset", "data": {"sed": 1}}, "VALIDATION_ERROR", "unknown reset field"),
+            ({"type": "reset", "data": "seed=1"}, "VALIDATION_ERROR", "'data' must be"),
+            ({"type": "reset", "data": {"options": {"x": 1}}}, "EXECUTION_ERROR", "ValueError"),
+        ]
+        for message, code, text in cases:
+            frame = ask(ws, message)
+            assert frame["type"] == "error", message
+            assert frame["data"]["code"] == code, frame
+            assert text in frame["data"]["message"], frame
+        frame = ask(ws, {"type": "reset", "data": {"seed": 5}})
+        assert frame["type"] == "observation"
+        assert frame["data"]["done"] is False
+        frame = ask(ws, {"type": "step", "data": {"action": 7}})
+        assert frame["data"]["code"] == "VALIDATION_ERROR"
+        assert "non-text action" in frame["data"]["message"]
+        # A binary frame holding JSON is read like a text frame.
+        ws.send(json.dumps({"type": "step", "data": {"action": "<answer>Up</answer>"}}).encode())
+        frame = json.loads(ws.recv(timeout=30))
+        assert frame["type"] == "observation", frame
+        assert frame["data"]["observation"]["info"]["turn"] == 1
+        assert ask(ws, {"type": "state"})["data"]["step_count"] == 1
+        ws.send(json.dumps({"type": "close"}))
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=30)
+        assert closed.value.rcvd.code == 1000
+
+
+def test_idle_sessions_are_closed_and_remote_env_reconnects_on_reset(tmp_path):
+    with serve_in_background(SOKOBAN, uds=tmp_path / "idle.sock", idle_timeout_s=0.3) as address:
+        with open_ws(address) as ws:
+            assert ask(ws, {"type": "reset", "data": {"seed": 0}})["type"] == "observation"
+            # Send nothing: the reaper closes the session, saying why.
+            frame = json.loads(ws.recv(timeout=30))
+            assert frame["data"]["code"] == "IDLE_TIMEOUT"
+            assert "--idle-timeout" in frame["data"]["message"]
+            with pytest.raises(ConnectionClosed) as closed:
+                ws.recv(timeout=30)
+            assert closed.value.rcvd.code == 4408
+        assert wait_until(lambda: fetch_json(address, "/health")["sessions"] == 0)
+
+        env = RemoteEnv(address)
+        env.reset(seed=0)
+        assert wait_until(lambda: fetch_json(address, "/health")["sessions"] == 0)
+        with pytest.raises(SessionClosed, match="--idle-timeout"):
+            env.step("<answer>Up</answer>")
+        # A new episode opens a new session.
+        obs, info = env.reset(seed=0)
+        assert obs == gym.make(SOKOBAN).reset(seed=0)[0]
+        env.close()
+
+
+def test_keepalive_pings_keep_a_quiet_client_connected(tmp_path):
+    # Pings every 0.1 s that must be answered within 0.1 s: a client that sits
+    # silent (a long generation) for many ping intervals stays connected.
+    with serve_in_background(
+        SOKOBAN, uds=tmp_path / "ping.sock", ping_interval_s=0.1, ping_timeout_s=0.1
+    ) as address:
+        with RemoteEnv(address) as env:
+            env.reset(seed=0)
+            time.sleep(1.5)
+            assert env.step("<answer>Up</answer>")[4]["turn"] == 1
+            assert fetch_json(address, "/health")["sessions"] == 1
+
+
+def test_256_concurrent_sessions_on_one_server():
+    from websockets.asyncio.client import connect as async_connect
+
+    sessions = 256
+
+    async def one_session(url: str, seed: int) -> tuple[str, int]:
+        async with async_connect(url, compression=None, open_timeout=60) as ws:
+            await ws.send(json.dumps({"type": "reset", "data": {"seed": seed}}))
+            frame = json.loads(await ws.recv())
+            assert frame["type"] == "observation", frame
+            episode = frame["data"]["metadata"]["episode_id"]
+            for turn in range(1, 4):
+                # Not a move: an invalid action, which never ends the episode early.
+                await ws.send(json.dumps({"type": "step", "data": {"action": "hello"}}))
+                frame = json.loads(await ws.recv())
+                assert frame["type"] == "observation", frame
+                assert frame["data"]["observation"]["info"]["turn"] == turn
+            await ws.send(json.dumps({"type": "close"}))
+            return episode, seed
+
+    async def run_all(url: str) -> list:
+        return await asyncio.gather(*(one_session(url, s) for s in range(sessions)))
+
+    with serve_in_subprocess(SOKOBAN, max_sessions=sessions) as server:
+        results = asyncio.run(run_all(server.address.ws_url))
+        assert len({episode for episode, _ in results}) == sessions
+        health = fetch_json(server.address, "/health")
+        assert health["sessions_served"] == sessions
+        assert health["sessions_refused"] == 0
+
+
+# ---------------------------------------------------------------------- CLI
+def test_serve_command_errors_are_one_line(capsys):
+    assert main(["serve", "NoSuchEnv-v0", "--port", "0"]) == 2
+    assert "no envgym environment" in capsys.readouterr().err
+    assert main(["serve", "Sokoban-v0", "--port", "0", "--kwarg", "difficulty=extreme"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown difficulty 'extreme'" in err and "Traceback" not in err
+    assert main(["serve", "Sokoban-v0", "--kwargs", "[1]"]) == 2
+    assert "expected a JSON object" in capsys.readouterr().err
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "Sokoban-v0", "--port", str(port)]) == 2
+        assert "pick another --port" in capsys.readouterr().err
+
+
+def test_serving_on_a_socket_path_that_is_in_use_or_not_a_socket(tmp_path):
+    path = tmp_path / "busy.sock"
+    with serve_in_background(SOKOBAN, uds=path):
+        with pytest.raises(ServerStartError, match="already listening"):
+            with serve_in_background(SOKOBAN, uds=path):
+                pass
+    regular = tmp_path / "file.txt"
+    regular.write_text("x")
+    with pytest.raises(ServerStartError, match="not a socket"):
+        with serve_in_background(SOKOBAN, uds=regular):
+            pass
+
+
+# ----------------------------------------------------------------- protocol
+def test_info_values_json_cannot_hold_arrive_as_plain_json():
+    info = {
+        "pos": (1, 2),
+        "tags": {"b", "a"},
+        "score": np.float32(0.5),
+        "grid": np.arange(3),
+        3: "int key",
+    }
+    frame = json.loads(encode_frame({"type": "observation", "data": {"info": info}}))
+    assert frame["data"]["info"] == {
+        "pos": [1, 2],
+        "tags": ["a", "b"],
+        "score": 0.5,
+        "grid": [0, 1, 2],
+        "3": "int key",
+    }
+    assert to_jsonable({"x": object})["x"] == str(object)
+
+
+def test_server_addresses_parse_from_what_users_type():
+    assert ServerAddress.parse("ws://127.0.0.1:8000/ws") == ServerAddress("127.0.0.1", 8000)
+    assert ServerAddress.parse("http://127.0.0.1:8000") == ServerAddress("127.0.0.1", 8000)
+    assert ServerAddress.parse("127.0.0.1:9") == ServerAddress("127.0.0.1", 9)
+    assert ServerAddress.parse("unix:/tmp/e.sock") == ServerAddress(uds="/tmp/e.sock")
+    assert str(ServerAddress(uds="/tmp/e.sock")) == "unix:/tmp/e.sock"
+    with pytest.raises(ValueError, match="OpenEnv's clients need a TCP address"):
+        _ = ServerAddress(uds="/tmp/e.sock").base_url
