@@ -13,7 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["EnvSpec", "ENV_SPECS", "get_spec", "list_envs", "register_envs"]
+__all__ = ["EnvSpec", "ENV_SPECS", "env_id_of", "get_spec", "list_envs", "register_envs"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,13 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         description="ALFWorld-style household tasks in procedural homes, no downloads",
         tags=("embodied", "planning", "multi-turn", "alfworld-like"),
         oracle="envgym.envs.household.oracle:HouseholdOracle",
+    ),
+    EnvSpec(
+        id="envgym/Search-v0",
+        entry_point="envgym.envs.search:SearchEnv",
+        description="Multi-hop questions over a generated 100k-document encyclopedia (Search-R1)",
+        tags=("search", "tool-use", "multi-turn", "question-answering", "search-r1-like"),
+        oracle="envgym.envs.search.oracle:SearchOracle",
     ),
     EnvSpec(
         id="envgym/TicTacToe-v0",
@@ -102,6 +109,18 @@ def register_envs() -> None:
             kwargs=dict(spec.kwargs),
             nondeterministic=False,
         )
+
+
+def env_id_of(env_cls: type) -> str:
+    """The registered id whose entry point is ``env_cls``."""
+    for spec in ENV_SPECS:
+        module, _, name = spec.entry_point.partition(":")
+        if name == env_cls.__name__ and env_cls.__module__.startswith(module):
+            return spec.id
+    raise ValueError(
+        f"{env_cls.__name__} is not a registered envgym env; only registered ids can run in "
+        "another backend"
+    )
 
 
 def list_envs(tag: str | None = None) -> list[EnvSpec]:

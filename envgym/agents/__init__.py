@@ -1,7 +1,8 @@
 """Agents: anything with ``act(observation, info) -> str`` and ``reset()``.
 
-Shipped here: ``random`` (a legal move at random where the env lists them) and
-``oracle`` (each env's own solver or planner, named in its registry spec).
+Shipped here: ``random`` (a legal move at random where the env lists them),
+``oracle`` (each env's own solver or planner, named in its registry spec) and
+``nosearch`` (the search env's no-retrieval baseline: it answers at once).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from envgym.registry import get_spec
 
 __all__ = ["AGENT_NAMES", "Agent", "RandomAgent", "make_agent"]
 
-AGENT_NAMES = ("random", "oracle")
+AGENT_NAMES = ("random", "oracle", "nosearch")
 
 
 @runtime_checkable
@@ -73,4 +74,14 @@ def make_agent(name: str, env: gym.Env, seed: int | None = None) -> Agent:
         module_name, class_name = spec.oracle.split(":")
         oracle_cls = getattr(importlib.import_module(module_name), class_name)
         return oracle_cls(env.unwrapped)
+    if name == "nosearch":
+        env_id = env.spec.id if env.spec is not None else None
+        if env_id != "envgym/Search-v0":
+            raise ValueError(
+                "the nosearch agent is envgym/Search-v0's no-retrieval baseline; "
+                f"for {env_id or 'this env'} use random or oracle"
+            )
+        from envgym.envs.search.oracle import NoSearchAgent
+
+        return NoSearchAgent(env.unwrapped)
     raise ValueError(f"unknown agent {name!r}; choose one of {list(AGENT_NAMES)}")

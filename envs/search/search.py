@@ -1,0 +1,558 @@
+"""envgym/Search-v0: answer questions by searching a corpus (Search-R1 style).
+
+One env, one file. The corpus is the generated fictional world of `world.py`
+(no downloads) or a real corpus and question set from `loaders.py`; retrieval
+is in-process (`retrieval.make_retriever`) or a retrieval server
+(`retrieval.RemoteRetriever`). Indexes and worlds are shared by every env in a
+process, and indexes are cached on disk, so a reset costs milliseconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+import threading
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from envgym.core import TextEnv, Turn
+from envgym.envs.search.world import (
+    MAX_HOPS,
+    Question,
+    load_world,
+    make_question,
+    normalize_answer,
+    parse_task_id,
+)
+from envgym.parsing import parse_boxed, parse_tag, parse_tool_calls, strip_think
+from envgym.text import quote_for_feedback
+
+__all__ = ["DIFFICULTY_HOPS", "SEARCH_TOOL", "SearchEnv", "exact_match", "token_f1"]
+
+#: difficulty -> hop counts drawn from
+DIFFICULTY_HOPS: dict[str, tuple[int, ...]] = {"easy": (1,), "medium": (2,), "hard": (3, 4)}
+#: Share of comparison questions among 2- and 4-hop questions.
+COMPARISON_SHARE = 1 / 3
+MAX_TOP_K = 20
+MAX_QUERY_CHARS = 1000
+MAX_QUESTION_CHARS = 4000
+MAX_CALLS_PER_TURN = 5
+_INFO_BUDGET = 14_000  # characters of retrieved text per observation
+
+#: The search tool as an OpenAI function schema (``info["tools"]``).
+SEARCH_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "search",
+        "description": (
+            "Search the encyclopedia. Returns the most relevant documents, each with its "
+            "title and text, inside <information>...</information>."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "What to look for, e.g. the name of a person or place.",
+                }
+            },
+            "required": ["query"],
+        },
+    },
+}
+
+_PRINTABLE = frozenset(string.printable)
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_FORMAT_HINT = (
+    "Reply with <search>your query</search> to search, or <answer>your answer</answer> to "
+    'answer (or call the search tool: <tool_call>{"name": "search", "arguments": '
+    '{"query": "..."}}</tool_call>).'
+)
+
+
+def to_ascii(text: str) -> str:
+    """Printable ASCII for an observation: accents dropped, other characters as '?'."""
+    if all(c in _PRINTABLE for c in text):
+        return text
+    text = unicodedata.normalize("NFKD", text)
+    return "".join(
+        c if c in _PRINTABLE else ("" if unicodedata.combining(c) else "?") for c in text
+    )
+
+
+def exact_match(prediction: str, answers: Sequence[str]) -> float:
+    """1.0 when the normalised prediction equals a normalised gold answer."""
+    pred = normalize_answer(prediction)
+    return float(any(pred == normalize_answer(a) for a in answers))
+
+
+def token_f1(prediction: str, answers: Sequence[str]) -> float:
+    """SQuAD token F1 against the best-matching gold answer."""
+    pred = normalize_answer(prediction).split()
+    best = 0.0
+    for answer in answers:
+        gold = normalize_answer(answer).split()
+        common = sum((Counter(pred) & Counter(gold)).values())
+        if common:
+            precision, recall = common / len(pred), common / len(gold)
+            best = max(best, 2 * precision * recall / (precision + recall))
+    return best
+
+
+# -------------------------------------------------- shared worlds and indexes
+_SHARED: dict[tuple[Any, ...], Any] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared(key: tuple[Any, ...], make: Any) -> Any:
+    """One object per key per process (worlds, corpora, indexes are large)."""
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = make()
+        return _SHARED[key]
+
+
+def _world_docs(seed: int, num_docs: int, distractors: float, cache_dir: str | None) -> list[Any]:
+    from envgym.envs.search.retrieval import Doc
+
+    world = load_world(seed, num_docs, distractors, cache_dir)
+    return [
+        Doc(doc_id, title, text)
+        for doc_id, title, text in zip(world.doc_ids, world.titles, world.texts, strict=True)
+    ]
+
+
+def _file_key(path: str | Path) -> tuple[str, int, int]:
+    path = Path(path).expanduser().resolve()
+    try:
+        stat = path.stat()
+    except OSError:
+        return (str(path), -1, -1)
+    return (str(path), stat.st_mtime_ns, stat.st_size)
+
+
+class SearchEnv(TextEnv):
+    """Search: answer a question by searching an encyclopedia (Search-R1 style).
+
+    ## Description
+    Each episode asks one question. The agent searches a corpus, reads the
+    documents that come back, and answers. By default the corpus is a
+    generated fictional world (`envgym.envs.search.world`) of 100,000
+    Wikipedia-style documents about people, cities, countries, organisations,
+    works (novels, films, albums) and events, with attributes (birth year,
+    occupation, founding year, population, release year) and relations
+    (birthplace, employer, founder, headquarters, author / director / artist,
+    publisher / studio / record label, host city, organizer, country, mayor,
+    capital). Every name is invented and unique, so a model cannot answer from
+    memory: it has to search. Documents also mention related entities
+    ("Notable people born in X include ...") and carry distracting years and
+    places, so a search returns near misses too.
+
+    Questions are templated, HotpotQA / MuSiQue style:
+
+    * single-hop (1 document): "In what year was Vemael Eleim born?", "What is
+      the birthplace of Vemael Eleim?"
+    * bridge (2 to 4 documents, each naming the next): "Who is the founder of
+      the studio of The Road of Muthtraer?"
+    * comparison (2 or 4 documents): "Who was born first, A or B?", "Whose
+      founder was born later, Stuskro Holdings or Ovfes Press?"
+
+    With ``corpus=`` and ``questions=`` it runs on real data instead: a
+    Search-R1 JSONL corpus and an NQ / HotpotQA-style question file (see
+    `envgym.envs.search.loaders`).
+
+    ## Action Space
+    Text: the model's whole reply, in Search-R1's format or as tool calls.
+    ``<search>query</search>`` searches; ``<answer>text</answer>`` (or a final
+    ``\\boxed{text}``) answers and ends the episode. A ``<tool_call>{"name":
+    "search", "arguments": {"query": "..."}}</tool_call>`` also searches (up
+    to 5 calls in one reply; ``info["tools"]`` has the schema). When a reply
+    holds several of these, the first one counts, as in Search-R1.
+    ``<think>...</think>`` is ignored. A reply with none of them, an empty
+    query or answer, or a call to another tool is invalid: it gets feedback
+    on the format and uses up the turn.
+
+    ## Observation Space
+    Text, printable ASCII. The first observation is ``Question: ...``. After a
+    search: ``<information>Doc 1 (Title): text\\nDoc 2 (Title): text\\n...
+    </information>`` with the ``top_k`` best documents (``No documents
+    matched ...`` when none did). After an answer: whether it was correct.
+    After an invalid reply: what was wrong and how to write a valid one.
+
+    ## Starting State
+    The question comes from the seed (or from ``options["task_id"]``): a hop
+    count from the level, a kind (comparison for a third of 2- and 4-hop
+    questions, else bridge; single at 1 hop), then the entities. Real question
+    sets are drawn uniformly.
+
+    ## Rewards
+    On the answer turn: ``exact_match`` 1.0 when the answer equals a gold
+    answer after SQuAD normalisation (lower case, no punctuation or articles),
+    and ``f1``: ``f1_weight`` times the token F1 (default weight 0, so the
+    reward is exact match as in Search-R1). Every invalid reply gets a
+    ``format`` component of ``-format_penalty`` (default -0.1). Searches cost
+    nothing. The components sum to the reward and are all present every step.
+
+    ## Episode End
+    Terminated on an answer (``info["success"]`` is True when it is an exact
+    match). Truncated after ``max_turns`` turns (default 10).
+
+    ## Info
+    ``tools`` (the search tool schema), ``cost`` (``retrievals``: searches
+    made this episode), ``privileged`` (``answer``, ``answers``: the gold
+    answers; ``supporting_doc_ids``: the documents that together answer it, in
+    reading order, for information-gain rewards; ``hops``; ``question_type``),
+    ``state_key`` (the task and the set of documents retrieved so far), plus
+    the shared keys. There is no ``admissible_actions``: replies are open text.
+
+    ## Arguments
+    ``difficulty``: ``easy`` (single-hop), ``medium`` (2 hops), ``hard`` (3
+    and 4 hops). ``hops`` (an integer 1-4 or a list of them) overrides the
+    level. ``num_docs`` (corpus size, default 100,000; at least 200),
+    ``distractors`` (0 to 1, default 0.5: how often documents mention related
+    entities and carry a second distracting sentence) and ``world_seed``
+    (default 0) shape the generated world. ``top_k`` (1-20, default 3)
+    documents per search. ``retriever``: ``"bm25"`` (default), ``"dense"``
+    (MiniLM + faiss) or any object with ``search(query, k)``;
+    ``retriever_url`` / ``retriever_uds`` use a retrieval server (``envgym
+    search serve``) instead; ``cache_dir`` is where indexes are kept.
+    ``corpus`` (a JSONL path) and ``questions`` (a JSONL or JSON path) load
+    real data (``questions`` with a retrieval server needs no ``corpus``).
+    ``f1_weight``, ``format_penalty`` and ``max_turns`` as above.
+    ``reset(options={"task_id": ...})`` replays a question by its id
+    (``"bridge-h3-12345"``, or a loaded question's id).
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    system_prompt: ClassVar[str] = (
+        "Answer the given question. You can search an encyclopedia as often as you need: "
+        "write <search>query</search> and the top results come back between <information> "
+        "and </information>. You may instead call the search tool with "
+        '<tool_call>{"name": "search", "arguments": {"query": "..."}}</tool_call>. Think '
+        "inside <think>...</think> if you like. When you know the answer, write it inside "
+        "<answer>...</answer>, without detailed explanation, e.g. <answer>Beijing</answer>."
+    )
+    default_max_turns: ClassVar[int] = 10
+    _snapshot_fields: ClassVar[tuple[str, ...]] = ("_question", "_retrievals", "_seen")
+
+    def __init__(
+        self,
+        *,
+        difficulty: str = "easy",
+        hops: int | Sequence[int] | None = None,
+        num_docs: int = 100_000,
+        distractors: float = 0.5,
+        world_seed: int = 0,
+        top_k: int = 3,
+        retriever: Any = "bm25",
+        retriever_url: str | None = None,
+        retriever_uds: str | Path | None = None,
+        cache_dir: str | Path | None = None,
+        corpus: str | Path | None = None,
+        questions: str | Path | None = None,
+        f1_weight: float = 0.0,
+        format_penalty: float = 0.1,
+        max_turns: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(difficulty=difficulty, max_turns=max_turns, render_mode=render_mode)
+        self._hops_arg = _check_hops(hops)
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+            raise ValueError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {top_k!r}")
+        if isinstance(num_docs, bool) or not isinstance(num_docs, int) or num_docs < 200:
+            raise ValueError(f"num_docs must be an integer of at least 200, got {num_docs!r}")
+        if isinstance(distractors, bool) or not isinstance(distractors, int | float):
+            raise ValueError(f"distractors must be a number from 0 to 1, got {distractors!r}")
+        if not 0.0 <= distractors <= 1.0:
+            raise ValueError(f"distractors must be a number from 0 to 1, got {distractors!r}")
+        if not isinstance(world_seed, int) or isinstance(world_seed, bool) or world_seed < 0:
+            raise ValueError(f"world_seed must be a non-negative integer, got {world_seed!r}")
+        for name, value in (("f1_weight", f1_weight), ("format_penalty", format_penalty)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+        if retriever_url is not None and retriever_uds is not None:
+            raise ValueError("give retriever_url= or retriever_uds=, not both")
+        remote = retriever_url is not None or retriever_uds is not None
+        if corpus is not None and questions is None:
+            raise ValueError(
+                "corpus= needs questions= too (an NQ / HotpotQA-style JSONL file with "
+                '"question" and "golden_answers" or "answer")'
+            )
+        if questions is not None and corpus is None and not remote:
+            raise ValueError(
+                "questions= needs the corpus to search: pass corpus= (a Search-R1 JSONL file) "
+                "or retriever_url= / retriever_uds= (a retrieval server holding it)"
+            )
+        if isinstance(retriever, str) and retriever not in ("bm25", "dense"):
+            raise ValueError(f"retriever must be 'bm25', 'dense' or a retriever object, not "
+                             f"{retriever!r}")  # fmt: skip
+        if not isinstance(retriever, str) and not callable(getattr(retriever, "search", None)):
+            raise ValueError("retriever must be 'bm25', 'dense' or an object with search(query, k)")
+        self.top_k = top_k
+        self.num_docs = num_docs
+        self.distractors = float(distractors)
+        self.world_seed = world_seed
+        self.f1_weight = float(f1_weight)
+        self.format_penalty = float(format_penalty)
+        self._retriever_arg = retriever
+        self._retriever_url = retriever_url
+        self._retriever_uds = None if retriever_uds is None else str(retriever_uds)
+        self._cache_dir = cache_dir
+        self._corpus_path = corpus
+        self._questions_path = questions
+        self._retriever_obj: Any = None
+        self._loaded: tuple[list[Question], dict[str, Question]] | None = None
+        self._apply_difficulty(self.difficulty)
+        self._question: Question | None = None
+        self._retrievals = 0
+        self._seen: frozenset[str] = frozenset()
+
+    # -------------------------------------------------------------- config
+    def _apply_difficulty(self, difficulty: str) -> None:
+        self.difficulty = difficulty
+        self.hops = self._hops_arg or DIFFICULTY_HOPS[difficulty]
+
+    @property
+    def world(self) -> Any:
+        """The generated world (None when the env runs on loaded questions)."""
+        if self._questions_path is not None:
+            return None
+        cache = None if self._cache_dir is None else str(self._cache_dir)
+        return load_world(self.world_seed, self.num_docs, self.distractors, cache)
+
+    @property
+    def retriever(self) -> Any:
+        """The retriever, built (or loaded from the disk cache) on the first search."""
+        if self._retriever_obj is None:
+            self._retriever_obj = self._make_retriever()
+        return self._retriever_obj
+
+    def _make_retriever(self) -> Any:
+        from envgym.envs.search import retrieval
+
+        if self._retriever_url is not None or self._retriever_uds is not None:
+            key = ("remote", self._retriever_url, self._retriever_uds)
+            remote = _shared(
+                key,
+                lambda: retrieval.RemoteRetriever(self._retriever_url, uds=self._retriever_uds),
+            )
+            if self._questions_path is None:
+                self._check_server_world(remote.info())
+            return remote
+        if not isinstance(self._retriever_arg, str):
+            return self._retriever_arg
+        kind, cache = self._retriever_arg, self._cache_dir
+        cache_key = None if cache is None else str(cache)
+        if self._corpus_path is not None:
+            docs = self._corpus_docs()
+            source: tuple[Any, ...] = ("corpus", *_file_key(self._corpus_path))
+        else:
+            source = ("world", self.world_seed, self.num_docs, self.distractors, cache_key)
+            docs = _shared(("docs", *source), lambda: _world_docs(*source[1:]))
+        return _shared(
+            ("index", kind, cache_key, *source),
+            lambda: retrieval.make_retriever(docs, kind=kind, cache_dir=cache),
+        )
+
+    def _check_server_world(self, info: dict[str, Any]) -> None:
+        """Generated questions need the server to hold the same generated world."""
+        ours = {"num_docs": self.num_docs, "world_seed": self.world_seed}
+        ours["distractors"] = self.distractors
+        differ = [
+            f"{key}={info[key]!r} (the env has {value!r})"
+            for key, value in ours.items()
+            if info.get(key) is not None and info[key] != value
+        ]
+        if info.get("corpus") not in (None, "generated"):
+            differ.append(f"corpus={info['corpus']!r} (the env generates its world)")
+        if differ:
+            raise ValueError(
+                f"the retrieval server does not hold this env's world: {', '.join(differ)}; "
+                "start it with the same --docs / --world-seed / --distractors, or make the env "
+                "with matching num_docs= / world_seed= / distractors="
+            )
+
+    def _corpus_docs(self) -> list[Any]:
+        from envgym.envs.search.loaders import load_corpus
+
+        path = self._corpus_path
+        return _shared(("corpus", *_file_key(path)), lambda: load_corpus(path))
+
+    def _loaded_questions(self) -> tuple[list[Question], dict[str, Question]]:
+        if self._loaded is None:
+            from envgym.envs.search.loaders import load_questions
+
+            path = self._questions_path
+            corpus = self._corpus_docs() if self._corpus_path is not None else None
+            key = ("questions", *_file_key(path), self._corpus_path)
+
+            def load() -> tuple[list[Question], dict[str, Question]]:
+                qs = load_questions(path, corpus)
+                return qs, {q.task_id: q for q in qs}
+
+            self._loaded = _shared(key, load)
+        return self._loaded
+
+    # ------------------------------------------------------------- episode
+    def _new_task(self, options: dict[str, Any]) -> str:
+        rng = self.np_random
+        if self._questions_path is not None:
+            questions, by_id = self._loaded_questions()
+            if "task_id" in options:
+                question = by_id.get(str(options["task_id"]))
+                if question is None:
+                    raise ValueError(
+                        f"task_id {options['task_id']!r} is not in {self._questions_path}; use "
+                        "an id from info['task_id']"
+                    )
+            else:
+                question = questions[int(rng.integers(len(questions)))]
+        else:
+            if "task_id" in options:
+                kind, hops, seed = parse_task_id(options["task_id"])
+            else:
+                hops = self.hops[int(rng.integers(len(self.hops)))]
+                seed = int(rng.integers(0, 2**62))
+                if hops == 1:
+                    kind = "single"
+                elif hops in (2, 4) and rng.random() < COMPARISON_SHARE:
+                    kind = "comparison"
+                else:
+                    kind = "bridge"
+            question = make_question(self.world, kind, hops, seed)
+        self._question = question
+        self.task_id = question.task_id
+        self._retrievals = 0
+        self._seen = frozenset()
+        return "Question: " + to_ascii(" ".join(question.question.split()))[:MAX_QUESTION_CHARS]
+
+    def _act(self, action: str) -> Turn:
+        components = {"exact_match": 0.0, "f1": 0.0, "format": 0.0}
+        body = strip_think(action)
+        kind, value = _first_action(body)
+        if kind == "answer":
+            if not value:
+                return self._invalid(components, "Your answer is empty. " + _FORMAT_HINT)
+            answers = self._question.answers
+            em = exact_match(value, answers)
+            components["exact_match"] = em
+            components["f1"] = self.f1_weight * token_f1(value, answers)
+            verdict = "correct" if em else "not correct"
+            text = f"Your answer {quote_for_feedback(value, 80)} is {verdict}."
+            return Turn(text, components, terminated=True, success=em == 1.0)
+        if kind == "search":
+            if not value:
+                return self._invalid(components, "Your search query is empty. " + _FORMAT_HINT)
+            return Turn(self._search([value]), components)
+        if kind == "tool_call":
+            calls, error = parse_tool_calls(body)
+            queries = []
+            for call in calls[:MAX_CALLS_PER_TURN]:
+                query = call.arguments.get("query")
+                if call.name != "search":
+                    return self._invalid(
+                        components,
+                        f"There is no tool {quote_for_feedback(call.name, 40)}; the only tool "
+                        "is search. " + _FORMAT_HINT,
+                    )
+                if not isinstance(query, str) or not query.strip():
+                    return self._invalid(
+                        components,
+                        'The search tool needs a non-empty "query" string. ' + _FORMAT_HINT,
+                    )
+                queries.append(query.strip())
+            if not queries:
+                return self._invalid(components, f"{error} {_FORMAT_HINT}")
+            return Turn(self._search(queries), components)
+        return self._invalid(components, value or _FORMAT_HINT)
+
+    def _invalid(self, components: dict[str, float], text: str) -> Turn:
+        components["format"] = -self.format_penalty
+        return Turn(text, components, action_valid=False)
+
+    def _search(self, queries: list[str]) -> str:
+        budget = _INFO_BUDGET // (len(queries) * self.top_k)
+        blocks = []
+        seen = set(self._seen)
+        for query in queries:
+            # Lone surrogates and the like cannot reach a tokenizer or a server.
+            query = query.encode("utf-8", "replace").decode("utf-8")[:MAX_QUERY_CHARS]
+            hits = self.retriever.search(query, k=self.top_k)
+            self._retrievals += 1
+            lines = []
+            for rank, hit in enumerate(hits, 1):
+                seen.add(str(hit.doc_id))
+                line = f"Doc {rank} ({to_ascii(hit.title)}): {to_ascii(' '.join(hit.text.split()))}"
+                if len(line) > budget:  # long passages are cut so top_k of them always fit
+                    line = line[: budget - 3].rstrip() + "..."
+                lines.append(line)
+            if not lines:
+                lines.append(f"No documents matched {quote_for_feedback(query, 80)}.")
+            blocks.append("<information>" + "\n".join(lines) + "</information>")
+        self._seen = frozenset(seen)
+        return "\n".join(blocks)
+
+    def _task_info(self) -> dict[str, Any]:
+        question = self._question
+        if question is None:
+            return {}
+        digest = hashlib.blake2b("\n".join(sorted(self._seen)).encode(), digest_size=8)
+        return {
+            "state_key": f"{question.task_id}|docs:{len(self._seen)}:{digest.hexdigest()}",
+            "tools": [SEARCH_TOOL],
+            "cost": {"retrievals": self._retrievals},
+            "privileged": {
+                "answer": question.answers[0],
+                "answers": list(question.answers),
+                "supporting_doc_ids": list(question.supporting_ids),
+                "hops": question.hops,
+                "question_type": question.kind,
+            },
+        }
+
+
+def _check_hops(hops: Any) -> tuple[int, ...] | None:
+    if hops is None:
+        return None
+    values = [hops] if isinstance(hops, int) and not isinstance(hops, bool) else hops
+    try:
+        values = list(values)
+    except TypeError:
+        values = [None]
+    if not values or any(
+        isinstance(h, bool) or not isinstance(h, int) or not 1 <= h <= MAX_HOPS for h in values
+    ):
+        raise ValueError(f"hops must be an integer from 1 to {MAX_HOPS} or a list of them")
+    return tuple(sorted(set(values)))
+
+
+def _first_action(body: str) -> tuple[str | None, str | None]:
+    """("search" | "answer" | "tool_call", content) of the first complete tag in a
+    reply, or (None, feedback) when there is none."""
+    lowered = body.translate(_ASCII_LOWER)
+    first: tuple[int, str, int] | None = None
+    for tag in ("search", "answer", "tool_call"):
+        start = lowered.find(f"<{tag}>")
+        if start == -1 or (first is not None and start > first[0]):
+            continue
+        end = lowered.find(f"</{tag}>", start)
+        if end != -1:
+            first = (start, tag, end + len(tag) + 3)
+    if first is None:
+        boxed = parse_boxed(body) if "\\boxed{" in body else None
+        if boxed is not None and boxed.ok:
+            return "answer", boxed.value
+        for tag in ("search", "answer"):
+            if f"<{tag}>" in lowered:
+                return None, f"Your <{tag}> tag is not closed. " + _FORMAT_HINT
+        return None, "No <search>, <answer> or tool call found in your reply. " + _FORMAT_HINT
+    start, tag, end = first
+    if tag == "tool_call":
+        return tag, None
+    parsed = parse_tag(body[start:end], tag)
+    return tag, " ".join((parsed.value or "").split())
