@@ -10,6 +10,7 @@ writes its rules.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -83,6 +84,17 @@ class Turn:
     extra_info: dict[str, Any] | None = None
 
 
+def _accepting_local_backend(init: Callable[..., None]) -> Callable[..., None]:
+    """``init`` that also takes (and drops) ``backend="local"``; see TextEnv.__new__."""
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, backend: str = "local", **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+
+    __init__._takes_backend = True  # type: ignore[attr-defined]
+    return __init__
+
+
 class TextEnv(gym.Env[str, str]):
     """Base class for single-agent text environments (see DESIGN.md).
 
@@ -99,6 +111,10 @@ class TextEnv(gym.Env[str, str]):
     ``snapshot()``/``restore()`` work. Envs whose state lives outside the Python
     process (a sandbox) set ``fork_by_replay = True`` instead: their snapshot is
     the reset seed and options plus the actions taken, and restore replays them.
+
+    Every env takes ``backend="local"`` (the default) or ``backend="docker"``:
+    ``gym.make(id, backend="docker")`` serves the env in a container of the
+    runtime image and returns a `envgym.remote.RemoteEnv` on its Unix socket.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
@@ -114,9 +130,27 @@ class TextEnv(gym.Env[str, str]):
     #: The keys `reset(options=...)` accepts; anything else is a clear error.
     reset_options: ClassVar[tuple[str, ...]] = ("task_id", "difficulty")
 
+    def __new__(cls, *args: Any, backend: str = "local", **kwargs: Any):
+        # gym.make(id, backend="docker") reaches the env class with backend=...:
+        # the env is then served in a container and the caller gets a RemoteEnv.
+        if backend == "local":
+            return super().__new__(cls)
+        if args:
+            raise TypeError(f"backend={backend!r} takes keyword arguments only")
+        from envgym.remote.container import make_in_backend
+
+        return make_in_backend(cls, backend, kwargs)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None and not getattr(init, "_takes_backend", False):
+            cls.__init__ = _accepting_local_backend(init)
+
     def __init__(
         self,
         *,
+        backend: str = "local",
         difficulty: str = "easy",
         max_turns: int | None = None,
         render_mode: str | None = None,

@@ -26,12 +26,20 @@ SANDBOX_IMAGE = "envgym-sandbox:latest"
 RUNTIME_IMAGE = "envgym-runtime:latest"
 #: Image label holding the hash of the runner the image carries.
 RUNNER_LABEL = "envgym.runner"
+#: Image label holding the hash of the envgym source the runtime image carries.
+SOURCE_LABEL = "envgym.source"
 #: Label on every container envgym starts; `envgym sandbox gc` removes them.
 CONTAINER_LABEL = "envgym.sandbox"
 OWNER_PID_LABEL = "envgym.owner-pid"
 OWNER_HOST_LABEL = "envgym.owner-host"
 #: Extra Python packages the runtime image needs to serve envs.
-RUNTIME_PACKAGES = ("fastapi>=0.110", "uvicorn>=0.29", "websockets>=12")
+RUNTIME_PACKAGES = (
+    "fastapi>=0.110",
+    "uvicorn>=0.30",
+    "websockets>=13",
+    "bm25s>=0.2",
+    "httpx>=0.25",
+)
 
 
 def containers_dir() -> Path:
@@ -62,6 +70,21 @@ def rootfs_path() -> Path:
 
 def runner_hash() -> str:
     return hashlib.sha256(RUNNER_PATH.read_bytes()).hexdigest()[:16]
+
+
+def source_hash() -> str:
+    """A hash of envgym's Python source (envgym/ and the mapped envs/) as installed here."""
+    import envgym
+    import envgym.envs
+
+    digest = hashlib.sha256()
+    for root in (Path(envgym.__file__).parent, Path(envgym.envs.__file__).parent):
+        for path in sorted(root.rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            digest.update(str(path.relative_to(root.parent)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def docker_client(timeout: float = 60):
@@ -95,6 +118,11 @@ def image_problem(client, image: str) -> str | None:
         return f"image {image} is not built; run `envgym sandbox build`"
     if image == SANDBOX_IMAGE and found.labels.get(RUNNER_LABEL) != runner_hash():
         return f"image {image} carries an older job runner; run `envgym sandbox build`"
+    if image == RUNTIME_IMAGE and found.labels.get(SOURCE_LABEL) != source_hash():
+        return (
+            f"image {image} holds a different envgym than this one; run `envgym sandbox build` "
+            "to put this envgym in it"
+        )
     return None
 
 
@@ -203,5 +231,5 @@ def build_images(
     with tempfile.TemporaryDirectory(prefix="envgym-build-") as tmp:
         context = Path(tmp)
         _install_envgym(context / "site", progress)
-        _build(client, "Dockerfile.runtime", context, RUNTIME_IMAGE, {})
+        _build(client, "Dockerfile.runtime", context, RUNTIME_IMAGE, {SOURCE_LABEL: source_hash()})
     progress("images ready: " + ", ".join((BASE_IMAGE, SANDBOX_IMAGE, RUNTIME_IMAGE)))

@@ -1,0 +1,153 @@
+"""Envs in containers: ``gym.make(id, backend="docker")``.
+
+The env's server (``envgym serve ID --uds /sock/env.sock``) runs in a
+container of the runtime image, hardened like a sandbox (no network, read-only
+root, unprivileged user, no capabilities, pids/memory/CPU limits), and speaks
+over a Unix socket in a folder bind-mounted from the host. The caller gets a
+`DockerEnv`, a `RemoteEnv` on that socket; closing it removes the container.
+Containers carry the sandbox label, so `envgym sandbox gc` removes any that a
+killed process left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import time
+from typing import Any
+
+from envgym.remote.client import RemoteEnv, ServerUnreachable, wait_for_server
+from envgym.remote.server import serve_command
+from envgym.sandbox.base import SandboxError
+from envgym.sandbox.images import (
+    CONTAINER_LABEL,
+    OWNER_HOST_LABEL,
+    OWNER_PID_LABEL,
+    RUNTIME_IMAGE,
+    docker_client,
+    image_problem,
+)
+
+BACKENDS = ("local", "docker")
+
+
+class DockerEnv(RemoteEnv):
+    """A `RemoteEnv` whose server runs in its own container.
+
+    Args:
+        env_id: a registered envgym id.
+        env_kwargs: the env's constructor kwargs (JSON-serialisable).
+        memory_mb, cpus: the container's limits.
+        startup_timeout_s: how long the server may take to answer.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        env_kwargs: dict[str, Any] | None = None,
+        *,
+        memory_mb: int = 1024,
+        cpus: float = 1.0,
+        startup_timeout_s: float = 60.0,
+        image: str = RUNTIME_IMAGE,
+        render_mode: str | None = None,
+    ) -> None:
+        self.container = None
+        self._socket_dir: str | None = None
+        client = docker_client()
+        problem = image_problem(client, image)
+        if problem:
+            raise SandboxError(problem)
+        # The server in the container runs as uid 65534 and must create its socket here.
+        self._socket_dir = tempfile.mkdtemp(prefix="envgym-env-")
+        os.chmod(self._socket_dir, 0o777)
+        memory = f"{memory_mb}m"
+        argv = serve_command(env_id, env_kwargs, uds="/sock/env.sock", max_sessions=1)
+        self.container = client.containers.run(
+            image,
+            ["python3", "-m", "envgym", *argv],
+            detach=True,
+            # Not auto_remove: a server that fails at start must leave its logs to report.
+            network_mode="none",
+            read_only=True,
+            tmpfs={"/tmp": "rw,nosuid,nodev,size=64m,mode=1777"},
+            volumes={self._socket_dir: {"bind": "/sock", "mode": "rw"}},
+            environment={"HOME": "/tmp"},
+            user="65534:65534",
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            pids_limit=256,
+            mem_limit=memory,
+            memswap_limit=memory,
+            nano_cpus=int(cpus * 1e9),
+            labels={
+                CONTAINER_LABEL: "1",
+                OWNER_PID_LABEL: str(os.getpid()),
+                OWNER_HOST_LABEL: socket.gethostname(),
+            },
+        )
+        path = os.path.join(self._socket_dir, "env.sock")
+        try:
+            self._wait_until_serving(path, startup_timeout_s)
+            super().__init__(uds=path, render_mode=render_mode)
+        except BaseException:
+            self._remove_container()
+            raise
+
+    def _wait_until_serving(self, path: str, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not os.path.exists(path):
+            self.container.reload()
+            if self.container.status not in ("created", "running"):
+                raise SandboxError(f"the env's container exited at start:\n{self._logs()}")
+            if time.monotonic() > deadline:
+                raise SandboxError(
+                    f"the env's server did not start within {timeout_s:g} s:\n{self._logs()}"
+                )
+            time.sleep(0.02)
+        try:
+            wait_for_server(f"unix:{path}", timeout_s=max(1.0, deadline - time.monotonic()))
+        except ServerUnreachable as exc:
+            raise SandboxError(f"{exc}\n{self._logs()}") from None
+
+    def _logs(self) -> str:
+        try:
+            return self.container.logs(tail=30).decode(errors="replace")
+        except Exception:
+            return "(the container is gone; no logs)"
+
+    def _remove_container(self) -> None:
+        container, self.container = self.container, None
+        if container is not None:
+            try:
+                container.remove(force=True)
+            except Exception:
+                pass  # already gone (envgym sandbox gc)
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._remove_container()
+
+    def __del__(self) -> None:
+        try:
+            self._remove_container()
+        except Exception:
+            pass
+
+
+def make_in_backend(env_cls: type, backend: str, kwargs: dict[str, Any]):
+    """The env of class ``env_cls`` with ``kwargs``, run by ``backend``."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown env backend {backend!r}; choose one of {BACKENDS}")
+    from envgym.registry import env_id_of
+
+    env_id = env_id_of(env_cls)
+    render_mode = kwargs.pop("render_mode", None)
+    return DockerEnv(env_id, kwargs, render_mode=render_mode)

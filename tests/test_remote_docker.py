@@ -1,0 +1,68 @@
+"""gym.make(id, backend="docker"): the env served from a container, same results as local."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+from sandbox_backends import require_backend
+
+import envgym  # noqa: F401
+from envgym.remote import RemoteEnv
+from envgym.sandbox.images import CONTAINER_LABEL
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module")
+def docker_env():
+    require_backend("docker")
+    env = gym.make("envgym/Sokoban-v0", backend="docker", difficulty="medium")
+    yield env
+    env.close()
+
+
+def test_container_env_plays_like_the_local_env(docker_env):
+    local = gym.make("envgym/Sokoban-v0", difficulty="medium")
+    assert isinstance(docker_env.unwrapped, RemoteEnv)
+    for seed in (0, 5):
+        remote_obs, remote_info = docker_env.reset(seed=seed)
+        local_obs, local_info = local.reset(seed=seed)
+        assert remote_obs == local_obs
+        assert remote_info["admissible_actions"] == local_info["admissible_actions"]
+        for move in ("Up", "Left", "Down", "Right", "garbage", "Up"):
+            got = docker_env.step(f"<answer>{move}</answer>")
+            want = local.step(f"<answer>{move}</answer>")
+            assert got[:4] == want[:4]
+            if got[2] or got[3]:
+                break
+
+
+def test_container_env_passes_the_gymnasium_checker(docker_env):
+    check_env(docker_env.unwrapped, skip_render_check=True)
+
+
+def test_closing_removes_the_container():
+    require_backend("docker")
+    import docker
+
+    env = gym.make("envgym/FrozenLake-v0", backend="docker")
+    container = env.unwrapped.container
+    env.reset(seed=1)
+    env.close()
+    client = docker.from_env()
+    left = client.containers.list(all=True, filters={"label": CONTAINER_LABEL})
+    assert container.id not in {c.id for c in left}
+
+
+def test_unknown_backend_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown env backend 'kubernetes'"):
+        gym.make("envgym/Sokoban-v0", backend="kubernetes")
+
+
+def test_bad_env_kwargs_surface_the_servers_error():
+    require_backend("docker")
+    from envgym.sandbox import SandboxError
+
+    with pytest.raises(SandboxError, match="difficulty"):
+        gym.make("envgym/Sokoban-v0", backend="docker", difficulty="impossible")
