@@ -4,11 +4,19 @@ The workload is CPU-heavy on purpose: hard Sokoban with a three-turn limit, so
 level generation (a reset every third step, done inside the step by same-step
 autoreset) dominates. Each reply names a move drawn from the env's own
 ``info["admissible_actions"]`` with draws made before timing; only time inside
-``step()`` counts. Sync and subprocess passes alternate, and each keeps its best
-pass, since a shared machine only ever makes a pass slower. The same run also
-measures the machine's ceiling: how much faster the worker count of processes
-burn pure-Python CPU than one process does (on a machine shared with other
-jobs this can be far below the CPU count, and no worker kind can beat it).
+``step()`` counts. Sync, subprocess and subprocess with ``prefetch=True``
+(workers reset spare envs ahead while they wait) passes alternate, and each
+keeps its best pass, since a shared machine only ever makes a pass slower. The same run also
+measures the machine's ceiling: how many times more of the env's resets one
+process per CPU does than one process alone, on the same seeds (on a VM shared
+with other jobs this swings from run to run and can be far below the CPU
+count; no worker kind can beat it). Each round also compares the CPU time
+that the same steps took in all processes: subprocess over sync above 1.0x
+means the machine's cores slowed each other down (a host that gives a VM two
+hyperthreads of one core, or other jobs), not that the workers idled.
+Last, the time a trainer waits inside ``step()`` when it spends 50 ms
+generating between steps, for each kind: with ``prefetch=True`` the workers
+reset spare envs during that time, so resets leave the step.
 
     python benchmarks/vector.py                      # 32 envs, one worker per CPU
     python benchmarks/vector.py --num-envs 64 --steps 300 --workers 4
@@ -23,7 +31,7 @@ import multiprocessing
 import os
 import platform
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,16 +40,36 @@ from envgym.vector import TextVectorEnv
 CPU_HEAVY = ("envgym/Sokoban-v0", {"difficulty": "hard", "max_turns": 3})
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User plus system CPU seconds that the processes `pids` have used so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in set(pids):
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+class Pass(NamedTuple):
+    steps_per_s: float
+    cpu_ms_per_step: float  # CPU time of this process and the workers, per env step
+
+
 def measure_steps_per_second(
     envs: TextVectorEnv, steps: int, seed: int = 0, warmup: int = 5
-) -> float:
+) -> Pass:
     """Env steps per second (batch steps times ``num_envs``) over `steps` batch
-    steps, counting only time inside ``envs.step``."""
+    steps, counting only time inside ``envs.step``, and the CPU time the same
+    steps took in this process and the workers together."""
     rng = np.random.default_rng(seed)
     draws = rng.random((warmup + steps, envs.num_envs))
     _, infos = envs.reset(seed=seed)
-    busy = 0.0
+    pids = [os.getpid(), *envs.worker_pids()]
+    busy = cpu = 0.0
     for t, row in enumerate(draws):
+        if t == warmup:
+            cpu = cpu_seconds(pids)
         moves = infos["admissible_actions"]
         picks = zip(moves, row, strict=True)
         actions = [f"<answer>{m[int(u * len(m))]}</answer>" for m, u in picks]
@@ -49,27 +77,55 @@ def measure_steps_per_second(
         _, _, _, _, infos = envs.step(actions)
         if t >= warmup:
             busy += time.perf_counter() - start
-    return steps * envs.num_envs / busy
+    done = steps * envs.num_envs
+    return Pass(done / busy, 1000 * (cpu_seconds(pids) - cpu) / done)
 
 
-def _burn(n: int) -> float:
+_CEILING_ENV: dict[str, Any] = {}
+
+
+def _env_work(env: tuple[str, dict[str, Any]], resets: int, seed: int) -> float:
+    """Seconds for `resets` resets of `env` (the benchmark's costly part), in this process."""
+    import gymnasium as gym
+
+    key = repr(env)
+    if key not in _CEILING_ENV:
+        _CEILING_ENV[key] = gym.make(env[0], **env[1])
+        _CEILING_ENV[key].reset(seed=0)
+    made = _CEILING_ENV[key]
     start = time.perf_counter()
-    total = 0
-    for i in range(n):
-        total += i * i
+    for s in range(seed, seed + resets):
+        made.reset(seed=s)
     return time.perf_counter() - start
 
 
-def parallel_ceiling(processes: int, n: int = 3_000_000) -> float:
-    """How many times more pure-Python work `processes` processes do than one."""
+def parallel_ceiling(
+    processes: int, env: tuple[str, dict[str, Any]] = CPU_HEAVY, resets: int = 150
+) -> float:
+    """How many times more of `env`'s resets `processes` processes do than one,
+    on the same seeds: what this machine allows any worker kind right now."""
     ctx = multiprocessing.get_context("forkserver")
     with ctx.Pool(processes) as pool:
-        pool.map(_burn, [n // 10] * processes)  # start-up and warm-up
-        one = min(pool.map(_burn, [n]))
+        pool.starmap(_env_work, [(env, 5, 0)] * processes)  # build and warm up
+        one = min(pool.starmap(_env_work, [(env, resets, 1000)]))
         start = time.perf_counter()
-        pool.map(_burn, [n] * processes)
+        pool.starmap(_env_work, [(env, resets, 1000)] * processes)
         together = time.perf_counter() - start
     return processes * one / together
+
+
+#: The kinds compared: name -> TextVectorEnv keyword arguments.
+KINDS: dict[str, dict[str, Any]] = {
+    "sync": {"workers": "sync"},
+    "subprocess": {"workers": "subprocess"},
+    "subprocess+prefetch": {"workers": "subprocess", "prefetch": True},
+}
+
+
+class Round(NamedTuple):
+    ratios: dict[str, float]  # each kind's steps/s over sync's, passes back to back
+    cpu_ratios: dict[str, float]  # CPU time per env step over sync's: the same work
+    ceiling: float  # parallel_ceiling right after the passes
 
 
 def compare(
@@ -78,24 +134,76 @@ def compare(
     repeats: int = 3,
     num_workers: int | None = None,
     env: tuple[str, dict[str, Any]] = CPU_HEAVY,
-) -> dict[str, float]:
-    """Best-of-`repeats` env steps/s for sync and subprocess workers, their ratio,
-    and the machine's best-of-`repeats` parallel ceiling for as many processes."""
-    best = {"sync": 0.0, "subprocess": 0.0}
-    batches = {
-        kind: TextVectorEnv(env, num_envs, workers=kind, num_workers=num_workers) for kind in best
-    }
-    workers = num_workers or min(os.cpu_count() or 1, num_envs)
-    ceiling = 0.0
+) -> dict[str, Any]:
+    """Best-of-`repeats` env steps/s of each of `KINDS` and the best passes'
+    ratios to sync ("ratio" is plain subprocess's, "prefetch_ratio" with
+    prefetch); each round's ratios (passes run back to back) and the machine's
+    parallel ceiling measured right after them; the ceiling's median."""
+    best = dict.fromkeys(KINDS, 0.0)
+    rounds: list[Round] = []
+    batches = {}
     try:
+        for kind, options in KINDS.items():
+            if options["workers"] != "sync":
+                options = {**options, "num_workers": num_workers}
+            batches[kind] = TextVectorEnv(env, num_envs, **options)
+        workers = num_workers or min(os.cpu_count() or 1, num_envs)
         for attempt in range(repeats):
-            for kind, envs in batches.items():
-                best[kind] = max(best[kind], measure_steps_per_second(envs, steps, seed=attempt))
-            ceiling = max(ceiling, parallel_ceiling(workers))
+            passes = {
+                kind: measure_steps_per_second(envs, steps, seed=attempt)
+                for kind, envs in batches.items()
+            }
+            for kind, result in passes.items():
+                best[kind] = max(best[kind], result.steps_per_s)
+            sync = passes["sync"]
+            rounds.append(
+                Round(
+                    ratios={k: p.steps_per_s / sync.steps_per_s for k, p in passes.items()},
+                    cpu_ratios={
+                        k: p.cpu_ms_per_step / sync.cpu_ms_per_step for k, p in passes.items()
+                    },
+                    ceiling=parallel_ceiling(min(workers, os.cpu_count() or 1), env),
+                )
+            )
     finally:
         for envs in batches.values():
             envs.close()
-    return {**best, "ratio": best["subprocess"] / best["sync"], "ceiling": ceiling}
+    return {
+        **best,
+        "ratio": best["subprocess"] / best["sync"],
+        "prefetch_ratio": best["subprocess+prefetch"] / best["sync"],
+        "rounds": rounds,
+        "ceiling": float(np.median([r.ceiling for r in rounds])),
+    }
+
+
+def step_latency_during_training(
+    num_envs: int = 32,
+    steps: int = 60,
+    generate_ms: float = 50.0,
+    num_workers: int | None = None,
+    env: tuple[str, dict[str, Any]] = CPU_HEAVY,
+) -> dict[str, float]:
+    """Mean milliseconds inside ``envs.step`` for each of `KINDS` when the
+    caller spends `generate_ms` between steps (a trainer's GPU generating: idle
+    time the prefetching workers use to reset ahead)."""
+    out = {}
+    for kind, options in KINDS.items():
+        if options["workers"] != "sync":
+            options = {**options, "num_workers": num_workers}
+        with TextVectorEnv(env, num_envs, **options) as envs:
+            rng = np.random.default_rng(0)
+            _, infos = envs.reset(seed=0)
+            busy = 0.0
+            for _ in range(steps):
+                time.sleep(generate_ms / 1000)
+                moves = infos["admissible_actions"]
+                actions = [f"<answer>{m[int(rng.random() * len(m))]}</answer>" for m in moves]
+                start = time.perf_counter()
+                _, _, _, _, infos = envs.step(actions)
+                busy += time.perf_counter() - start
+            out[kind] = 1000 * busy / steps
+    return out
 
 
 def main() -> None:
@@ -110,11 +218,24 @@ def main() -> None:
     print(f"{env_id} {kwargs}, {args.num_envs} envs, {workers} subprocess workers")
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs")
     result = compare(args.num_envs, args.steps, args.repeats, args.workers)
-    print(f"{'workers':<12}{'env steps/s':>12}")
-    print(f"{'sync':<12}{result['sync']:>12.0f}")
-    print(f"{'subprocess':<12}{result['subprocess']:>12.0f}")
-    print(f"subprocess / sync: {result['ratio']:.2f}x")
-    print(f"ceiling ({workers} processes burning CPU / 1): {result['ceiling']:.2f}x")
+    print(f"{'workers':<22}{'env steps/s':>12}{'vs sync':>9}")
+    for kind in KINDS:
+        print(f"{kind:<22}{result[kind]:>12.0f}{result[kind] / result['sync']:>8.2f}x")
+    print("rounds: steps/s over sync (CPU time per step over sync), then the ceiling")
+    for k, r in enumerate(result["rounds"]):
+        cells = ", ".join(
+            f"{kind} {r.ratios[kind]:.2f}x ({r.cpu_ratios[kind]:.2f}x)" for kind in KINDS
+        )
+        print(f"  {k}: {cells}; ceiling {r.ceiling:.2f}x")
+    print(
+        f"ceiling (the env's resets, one process per CPU / one process), median: "
+        f"{result['ceiling']:.2f}x"
+    )
+    generate_ms = 50.0
+    latency = step_latency_during_training(args.num_envs, generate_ms=generate_ms)
+    print(f"step latency with {generate_ms:g} ms of generation between steps (mean ms per step)")
+    for kind, ms in latency.items():
+        print(f"  {kind:<22}{ms:>8.1f} ms{latency['sync'] / ms:>8.1f}x")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -142,9 +143,18 @@ class EnvChunk:
     ``next_seed`` is the seed for the autoreset should the step end the episode.
     """
 
-    def __init__(self, factories: Sequence[Callable[[], gym.Env]]) -> None:
+    def __init__(self, factories: Sequence[Callable[[], gym.Env]], prefetch: bool = False) -> None:
         self.factories = list(factories)
         self.envs = [make() for make in self.factories]
+        n = len(self.envs)
+        #: Prefetching: a spare env per env, reset ahead to that env's next
+        #: episode seed while the worker waits, and swapped in when the episode ends.
+        self.prefetch = prefetch
+        self._next_seeds: list[int | None] = [None] * n
+        self._spares: list[_Spare | None] = [None] * n
+        # An env that reset with options may differ from a fresh one: no spare for it.
+        self._plain = [True] * n
+        self._cursor = 0
 
     def handle(self, message: tuple[Any, ...]) -> tuple[str, Any]:
         kind = message[0]
@@ -152,10 +162,7 @@ class EnvChunk:
             if kind == "describe":
                 return "ok", [self._describe_env(env) for env in self.envs]
             if kind == "reset":
-                return "ok", [
-                    env.reset(seed=seed, options=options)
-                    for env, (seed, options) in zip(self.envs, message[1], strict=True)
-                ]
+                return "ok", [self._reset_one(k, *request) for k, request in enumerate(message[1])]
             if kind == "step":
                 return "ok", [
                     None if request is None else self._step_one(k, *request)
@@ -182,9 +189,19 @@ class EnvChunk:
             "spec_id": env.spec.id if env.spec is not None else None,
         }
 
+    def _reset_one(
+        self, k: int, seed: int | None, options: dict[str, Any] | None, next_seed: int | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        if options:
+            self._plain[k] = False
+            self._drop_spare(k)
+        self._next_seeds[k] = next_seed
+        return self.envs[k].reset(seed=seed, options=options)
+
     def _step_one(self, k: int, action: Any, next_seed: int) -> tuple[Any, ...]:
         """One env's step with same-step autoreset; the last item is None or
         ``(final_obs, final_info, error)``."""
+        self._next_seeds[k] = next_seed
         try:
             obs, reward, terminated, truncated, info = self.envs[k].step(action)
         except Exception as exc:
@@ -194,11 +211,54 @@ class EnvChunk:
         if not (terminated or truncated):
             return obs, float(reward), bool(terminated), bool(truncated), info, None
         final = (obs, info, None)
-        try:
-            obs, info = self.envs[k].reset(seed=next_seed)
-        except Exception:
-            obs, info = self._rebuild(k, next_seed)
+        # The next seed is unknown until the parent's next message says it.
+        self._next_seeds[k] = None
+        spare = self._spares[k]
+        if spare is not None and spare.seed == next_seed:
+            # The spare already holds the next episode; the finished env becomes
+            # the spare, to be reset ahead again.
+            spare.env, self.envs[k] = self.envs[k], spare.env
+            obs, info = spare.obs, spare.info
+            spare.seed = None
+        else:
+            try:
+                obs, info = self.envs[k].reset(seed=next_seed)
+            except Exception:
+                obs, info = self._rebuild(k, next_seed)
         return obs, float(reward), bool(terminated), bool(truncated), info, final
+
+    def prefetch_one(self) -> bool:
+        """Reset one spare env ahead to its env's next episode seed; False when
+        every spare is ready (or prefetching is off)."""
+        if not self.prefetch:
+            return False
+        n = len(self.envs)
+        for step in range(n):
+            k = (self._cursor + step) % n
+            seed = self._next_seeds[k]
+            spare = self._spares[k]
+            if seed is None or not self._plain[k] or (spare is not None and spare.seed == seed):
+                continue
+            self._cursor = (k + 1) % n
+            try:
+                env = spare.env if spare is not None else self.factories[k]()
+                obs, info = env.reset(seed=seed)
+            except Exception:
+                # The normal autoreset path will meet (and report) the same failure.
+                self._plain[k] = False
+                self._drop_spare(k)
+                return True
+            self._spares[k] = _Spare(seed, env, obs, info)
+            return True
+        return False
+
+    def _drop_spare(self, k: int) -> None:
+        spare, self._spares[k] = self._spares[k], None
+        if spare is not None:
+            try:
+                spare.env.close()
+            except Exception:
+                pass
 
     def _rebuild(self, k: int, seed: int) -> tuple[str, dict[str, Any]]:
         """Replace env `k` (its state is suspect after an exception) and reset it;
@@ -211,11 +271,20 @@ class EnvChunk:
         return self.envs[k].reset(seed=seed)
 
     def close(self) -> None:
-        for env in self.envs:
+        for k, env in enumerate(self.envs):
+            self._drop_spare(k)
             try:
                 env.close()
             except Exception:
                 pass
+
+
+@dataclass
+class _Spare:
+    seed: int | None  # None once swapped in: the env needs a new reset
+    env: gym.Env
+    obs: Any
+    info: dict[str, Any]
 
 
 # --------------------------------------------------------------- worker kinds
@@ -323,17 +392,21 @@ class _ThreadWorkers(_SyncWorkers):
             threading.Thread(target=worker.close, daemon=True).start()
 
 
-def _subprocess_main(conn: Connection, payload: bytes) -> None:
+def _subprocess_main(conn: Connection, payload: bytes, prefetch: bool = False) -> None:
     # Ctrl-C goes to the whole process group; the parent decides when to stop us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        chunk = EnvChunk(cloudpickle.loads(payload))
+        chunk = EnvChunk(cloudpickle.loads(payload), prefetch=prefetch)
     except Exception as exc:
         conn.send(("raise", _Raised(exc)))
         return
     conn.send(("ok", None))
     while True:
         try:
+            # Waiting for the parent (the trainer generating, or a slower worker):
+            # reset spares ahead, one env at a time, until a message comes.
+            while not conn.poll() and chunk.prefetch_one():
+                pass
             message = conn.recv()
         except (EOFError, OSError):  # the parent is gone
             chunk.close()
@@ -354,8 +427,10 @@ class _SubprocessWorkers(_Workers):
         chunks: list[list[Callable[[], gym.Env]]],
         start_method: str | None,
         start_timeout_s: float | None,
+        prefetch: bool = False,
     ) -> None:
         super().__init__(chunks)
+        self.prefetch = prefetch
         methods = multiprocessing.get_all_start_methods()
         if start_method is None:
             # forkserver: children fork from a clean helper with envgym already
@@ -373,7 +448,10 @@ class _SubprocessWorkers(_Workers):
         ours, theirs = self.ctx.Pipe(duplex=True)
         payload = cloudpickle.dumps(self.chunks[w])
         proc = self.ctx.Process(
-            target=_subprocess_main, args=(theirs, payload), daemon=True, name=f"envgym-worker-{w}"
+            target=_subprocess_main,
+            args=(theirs, payload, self.prefetch),
+            daemon=True,
+            name=f"envgym-worker-{w}",
         )
         proc.start()
         theirs.close()
@@ -525,6 +603,15 @@ class TextVectorEnv(VectorEnv):
             (default ``"forkserver"``).
         ray_actor_options: options for the Ray actors (``num_cpus``,
             ``resources``, ``runtime_env``, ...).
+        prefetch: ``"subprocess"`` only. Each worker keeps a spare copy of each
+            env and, whenever it waits for the next step (while the trainer
+            generates, or a slower worker finishes), resets the spare to that
+            env's next episode seed; the step that ends an episode swaps it in
+            instead of resetting there. Results are identical; resets leave the
+            step's critical path. It doubles the envs in memory (and sessions,
+            for envs that hold one), and suits only envs whose ``reset(seed)``
+            does not depend on earlier episodes (no curriculum state): an env
+            that was reset with ``options`` gets no spare.
     """
 
     def __init__(
@@ -541,6 +628,7 @@ class TextVectorEnv(VectorEnv):
         start_timeout_s: float | None = 120.0,
         start_method: str | None = None,
         ray_actor_options: dict[str, Any] | None = None,
+        prefetch: bool = False,
     ) -> None:
         self.closed = True  # until the workers are up, close() has nothing to do
         if workers not in WORKER_KINDS:
@@ -549,6 +637,11 @@ class TextVectorEnv(VectorEnv):
             )
         if not isinstance(group_size, int) or group_size < 1:
             raise ValueError(f"group_size must be a positive integer, got {group_size!r}")
+        if prefetch and workers != "subprocess":
+            raise ValueError(
+                f"prefetch=True needs workers='subprocess' (got workers={workers!r}): only a "
+                "worker process has idle time of its own to reset envs ahead"
+            )
         if num_envs is not None and (not isinstance(num_envs, int) or num_envs < 1):
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         factories = self._factories(envs, env_fns, env_kwargs, num_envs, group_size)
@@ -577,7 +670,7 @@ class TextVectorEnv(VectorEnv):
         elif workers == "remote":
             self._workers = _ThreadWorkers(chunks)
         elif workers == "subprocess":
-            self._workers = _SubprocessWorkers(chunks, start_method, start_timeout_s)
+            self._workers = _SubprocessWorkers(chunks, start_method, start_timeout_s, prefetch)
         else:
             try:
                 from envgym.remote.ray import RayWorkers
@@ -723,7 +816,7 @@ class TextVectorEnv(VectorEnv):
         self._next_seeds = np.array([self._seed_of(i, 1) for i in range(self.num_envs)])
         requests: list[list[Any]] = [[] for _ in self._workers.chunks]
         for i, (w, _) in enumerate(self._where):
-            requests[w].append((int(self.episode_seeds[i]), options))
+            requests[w].append((int(self.episode_seeds[i]), options, int(self._next_seeds[i])))
         ws = list(range(len(requests)))
         self._needs_reset = True
         for w in ws:

@@ -55,6 +55,38 @@ def test_closing_removes_the_container():
     assert container.id not in {c.id for c in left}
 
 
+def test_one_container_serves_a_vector_envs_sessions():
+    require_backend("docker")
+    import numpy as np
+
+    from envgym.remote.container import ContainerServer
+    from envgym.vector import TextVectorEnv
+
+    def play(envs: TextVectorEnv) -> list:
+        rng = np.random.default_rng(0)
+        obs, infos = envs.reset(seed=7)
+        seen = [obs]
+        for _ in range(12):
+            moves = [m[int(rng.random() * len(m))] for m in infos["admissible_actions"]]
+            obs, rewards, terminated, truncated, infos = envs.step(
+                [f"<answer>{m}</answer>" for m in moves]
+            )
+            seen.append((obs, rewards.tolist(), terminated.tolist(), truncated.tolist()))
+        assert "error" not in infos
+        return seen
+
+    with ContainerServer("envgym/Sokoban-v0", max_sessions=4) as server:
+        fns = [lambda: RemoteEnv(server.address)] * 4
+        with TextVectorEnv(env_fns=fns, group_size=2, workers="remote") as envs:
+            served = play(envs)
+        container = server.container
+    assert server.container is None
+    with pytest.raises(Exception, match="404|No such container"):
+        container.reload()
+    with TextVectorEnv("envgym/Sokoban-v0", num_envs=4, group_size=2) as envs:
+        assert served == play(envs)
+
+
 def test_unknown_backend_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown env backend 'kubernetes'"):
         gym.make("envgym/Sokoban-v0", backend="kubernetes")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -37,12 +38,16 @@ def replies(infos: dict, rng: np.random.Generator) -> list[str]:
     return out
 
 
-def rollout(envs: TextVectorEnv, steps: int, seed: int) -> list:
-    """Everything a trainer sees over `steps` steps, for comparing worker kinds."""
+def rollout(
+    envs: TextVectorEnv, steps: int, seed: int, options: dict | None = None, pause_s: float = 0.0
+) -> list:
+    """Everything a trainer sees over `steps` steps, for comparing worker kinds;
+    `pause_s` between steps stands for a trainer generating."""
     rng = np.random.default_rng(seed)
-    obs, infos = envs.reset(seed=seed)
+    obs, infos = envs.reset(seed=seed, options=options)
     seen = [obs]
     for _ in range(steps):
+        time.sleep(pause_s)
         obs, rewards, terminated, truncated, infos = envs.step(replies(infos, rng))
         finals = list(infos.get("final_obs", [None] * envs.num_envs))
         seen.append((obs, rewards.tolist(), terminated.tolist(), truncated.tolist(), finals))
@@ -131,6 +136,48 @@ def test_sync_subprocess_and_remote_workers_give_identical_results():
     assert kinds["sync"] == kinds["subprocess"] == kinds["remote"]
     # The run did cover autoresets.
     assert any(any(f is not None for f in step[4]) for step in kinds["sync"][1:])
+
+
+def test_prefetch_swaps_in_a_spare_already_reset_to_the_next_seed():
+    from envgym.vector import EnvChunk
+
+    def make():
+        return gym.make(SOKOBAN, max_turns=1)
+
+    chunk = EnvChunk([make, make], prefetch=True)
+    assert chunk.handle(("reset", [(1, None, 101), (2, None, 102)]))[0] == "ok"
+    while chunk.prefetch_one():  # what a worker does while it waits
+        pass
+    spares = [spare.env for spare in chunk._spares]
+    assert not any(spare is env for spare, env in zip(spares, chunk.envs, strict=True))
+    status, results = chunk.handle(("step", [("<answer>Up</answer>", 101), ("x", 102)]))
+    assert status == "ok"
+    # max_turns=1 ends both episodes: the spares came in, on the next seeds.
+    assert chunk.envs[0] is spares[0] and chunk.envs[1] is spares[1]
+    assert [r[0] for r in results] == [first_obs(SOKOBAN, s, max_turns=1) for s in (101, 102)]
+    assert all(r[5] is not None for r in results)  # the finished episodes' final obs
+    chunk.close()
+
+
+def test_prefetching_subprocess_workers_give_the_same_results_as_sync():
+    source = {"envs": [SOKOBAN, (FROZEN, {"max_turns": 3})], "num_envs": 8, "group_size": 2}
+    with TextVectorEnv(**source, workers="sync") as envs:
+        want = rollout(envs, steps=30, seed=5)
+        want_options = rollout(envs, steps=12, seed=6, options={"difficulty": "hard"})
+    with TextVectorEnv(**source, workers="subprocess", num_workers=2, prefetch=True) as envs:
+        # The pauses give the workers time to reset spares ahead.
+        assert rollout(envs, steps=30, seed=5, pause_s=0.01) == want
+        # An env reset with options (here a harder level that later episodes
+        # keep) may differ from a fresh copy, so it gets no spare.
+        assert rollout(envs, steps=12, seed=6, options={"difficulty": "hard"}, pause_s=0.01) == (
+            want_options
+        )
+    assert any(any(f is not None for f in step[4]) for step in want[1:])
+
+
+def test_prefetch_needs_subprocess_workers():
+    with pytest.raises(ValueError, match="prefetch=True needs workers='subprocess'"):
+        TextVectorEnv(SOKOBAN, num_envs=2, workers="sync", prefetch=True)
 
 
 def test_remote_workers_over_envgym_serve_sessions_match_local_envs():

@@ -5,6 +5,8 @@ container of the runtime image, hardened like a sandbox (no network, read-only
 root, unprivileged user, no capabilities, pids/memory/CPU limits), and speaks
 over a Unix socket in a folder bind-mounted from the host. The caller gets a
 `DockerEnv`, a `RemoteEnv` on that socket; closing it removes the container.
+`ContainerServer` is the container on its own, for many sessions (a vector
+env's ``remote`` workers, or a benchmark).
 Containers carry the sandbox label, so `envgym sandbox gc` removes any that a
 killed process left behind.
 """
@@ -19,7 +21,7 @@ import time
 from typing import Any
 
 from envgym.remote.client import RemoteEnv, ServerUnreachable, wait_for_server
-from envgym.remote.server import serve_command
+from envgym.remote.server import ServerAddress, serve_command
 from envgym.sandbox.base import SandboxError
 from envgym.sandbox.images import (
     CONTAINER_LABEL,
@@ -33,12 +35,15 @@ from envgym.sandbox.images import (
 BACKENDS = ("local", "docker")
 
 
-class DockerEnv(RemoteEnv):
-    """A `RemoteEnv` whose server runs in its own container.
+class ContainerServer:
+    """``envgym serve`` for one env id in its own container, on a Unix socket in a
+    host folder bind-mounted at ``/sock``. `address` is what `RemoteEnv` and
+    `TextVectorEnv(workers="remote")` take; `close()` removes the container.
 
     Args:
         env_id: a registered envgym id.
         env_kwargs: the env's constructor kwargs (JSON-serialisable).
+        max_sessions: concurrent sessions the server accepts.
         memory_mb, cpus: the container's limits.
         startup_timeout_s: how long the server may take to answer.
     """
@@ -48,11 +53,11 @@ class DockerEnv(RemoteEnv):
         env_id: str,
         env_kwargs: dict[str, Any] | None = None,
         *,
+        max_sessions: int = 1,
         memory_mb: int = 1024,
         cpus: float = 1.0,
         startup_timeout_s: float = 60.0,
         image: str = RUNTIME_IMAGE,
-        render_mode: str | None = None,
     ) -> None:
         self.container = None
         self._socket_dir: str | None = None
@@ -64,7 +69,7 @@ class DockerEnv(RemoteEnv):
         self._socket_dir = tempfile.mkdtemp(prefix="envgym-env-")
         os.chmod(self._socket_dir, 0o777)
         memory = f"{memory_mb}m"
-        argv = serve_command(env_id, env_kwargs, uds="/sock/env.sock", max_sessions=1)
+        argv = serve_command(env_id, env_kwargs, uds="/sock/env.sock", max_sessions=max_sessions)
         self.container = client.containers.run(
             image,
             ["python3", "-m", "envgym", *argv],
@@ -88,37 +93,39 @@ class DockerEnv(RemoteEnv):
                 OWNER_HOST_LABEL: socket.gethostname(),
             },
         )
-        path = os.path.join(self._socket_dir, "env.sock")
+        self.socket_path = os.path.join(self._socket_dir, "env.sock")
         try:
-            self._wait_until_serving(path, startup_timeout_s)
-            super().__init__(uds=path, render_mode=render_mode)
+            self._wait_until_serving(startup_timeout_s)
         except BaseException:
-            self._remove_container()
+            self.close()
             raise
+        self.address = ServerAddress(uds=self.socket_path)
 
-    def _wait_until_serving(self, path: str, timeout_s: float) -> None:
+    def _wait_until_serving(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
-        while not os.path.exists(path):
+        while not os.path.exists(self.socket_path):
             self.container.reload()
             if self.container.status not in ("created", "running"):
-                raise SandboxError(f"the env's container exited at start:\n{self._logs()}")
+                raise SandboxError(f"the env's container exited at start:\n{self.logs()}")
             if time.monotonic() > deadline:
                 raise SandboxError(
-                    f"the env's server did not start within {timeout_s:g} s:\n{self._logs()}"
+                    f"the env's server did not start within {timeout_s:g} s:\n{self.logs()}"
                 )
             time.sleep(0.02)
         try:
-            wait_for_server(f"unix:{path}", timeout_s=max(1.0, deadline - time.monotonic()))
+            left = max(1.0, deadline - time.monotonic())
+            wait_for_server(f"unix:{self.socket_path}", timeout_s=left)
         except ServerUnreachable as exc:
-            raise SandboxError(f"{exc}\n{self._logs()}") from None
+            raise SandboxError(f"{exc}\n{self.logs()}") from None
 
-    def _logs(self) -> str:
+    def logs(self) -> str:
+        """The last lines the server wrote."""
         try:
             return self.container.logs(tail=30).decode(errors="replace")
         except Exception:
             return "(the container is gone; no logs)"
 
-    def _remove_container(self) -> None:
+    def close(self) -> None:
         container, self.container = self.container, None
         if container is not None:
             try:
@@ -128,6 +135,66 @@ class DockerEnv(RemoteEnv):
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
             self._socket_dir = None
+
+    def __enter__(self) -> ContainerServer:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class DockerEnv(RemoteEnv):
+    """A `RemoteEnv` whose server runs in its own container (a `ContainerServer`
+    with one session); closing the env removes the container.
+
+    Args:
+        env_id: a registered envgym id.
+        env_kwargs: the env's constructor kwargs (JSON-serialisable).
+        memory_mb, cpus: the container's limits.
+        startup_timeout_s: how long the server may take to answer.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        env_kwargs: dict[str, Any] | None = None,
+        *,
+        memory_mb: int = 1024,
+        cpus: float = 1.0,
+        startup_timeout_s: float = 60.0,
+        image: str = RUNTIME_IMAGE,
+        render_mode: str | None = None,
+    ) -> None:
+        self.server: ContainerServer | None = None
+        self.server = ContainerServer(
+            env_id,
+            env_kwargs,
+            memory_mb=memory_mb,
+            cpus=cpus,
+            startup_timeout_s=startup_timeout_s,
+            image=image,
+        )
+        try:
+            super().__init__(self.server.address, render_mode=render_mode)
+        except BaseException:
+            self._remove_container()
+            raise
+
+    @property
+    def container(self) -> Any:
+        """The docker SDK container, or None once removed."""
+        return None if self.server is None else self.server.container
+
+    def _remove_container(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            server.close()
 
     def close(self) -> None:
         try:
