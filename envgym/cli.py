@@ -467,6 +467,13 @@ def _add_serve_parser(sub: Any) -> None:
         help="close a session that sends nothing for S seconds; 0: never (default: 3600)",
     )
     p.add_argument(
+        "--exit-after",
+        metavar="N",
+        type=_positive_int,
+        help="stop once N sessions have been served and none is open (a server for one "
+        "client that may die; default: serve until stopped)",
+    )
+    p.add_argument(
         "--kwargs",
         metavar="JSON",
         type=_json_object,
@@ -777,6 +784,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             offload=args.offload,
             ping_interval_s=args.ping_interval or None,
             ping_timeout_s=args.ping_timeout or None,
+            exit_after_sessions=args.exit_after,
             log_level=args.log_level,
             on_ready=ready,
         )

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
+import sys
 import time
 
 import gymnasium as gym
@@ -250,6 +252,30 @@ def test_remote_env_render_and_kwargs_from_the_server_command(tmp_path):
             for _ in range(7):
                 *_, truncated, _info = env.step("<answer>Up</answer>")
             assert truncated is True  # max_turns=7 reached the server's env
+
+
+def test_exit_after_sessions_stops_the_server_when_its_killed_client_goes(tmp_path):
+    path = tmp_path / "one.sock"
+    with serve_in_subprocess(SOKOBAN, uds=path, extra_args=["--exit-after", "1"]) as server:
+        # A client in another process opens the one session, then dies by SIGKILL.
+        client = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import sys, time; from envgym.remote import RemoteEnv; "
+                f"env = RemoteEnv('unix:{path}'); env.reset(seed=1); "
+                "print('in', flush=True); time.sleep(600)",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert client.stdout.readline() == "in\n"
+        assert server.process.poll() is None  # serving while its session is open
+        client.kill()
+        client.wait()
+        # The kernel closes the dead client's socket; the server ends the session and stops.
+        assert server.process.wait(timeout=60) == 0
+        assert not path.exists()
 
 
 def test_unreachable_server_is_a_clear_error(tmp_path):

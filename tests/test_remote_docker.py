@@ -55,6 +55,46 @@ def test_closing_removes_the_container():
     assert container.id not in {c.id for c in left}
 
 
+def test_a_killed_owner_leaves_its_env_container_stopped():
+    require_backend("docker")
+    import subprocess
+    import sys
+    import time
+
+    import docker
+
+    owner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time, gymnasium as gym, envgym; "
+            "env = gym.make('envgym/FrozenLake-v0', backend='docker'); env.reset(seed=0); "
+            "print(env.unwrapped.container.id, flush=True); time.sleep(600)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    container_id = owner.stdout.readline().strip()
+    client = docker.from_env()
+    container = client.containers.get(container_id)
+    assert container.status == "running"
+    owner.kill()  # SIGKILL: no close(), no exit hook
+    owner.wait()
+    # Its session's socket closes with it: the one-session server stops, and so
+    # does the container. `envgym sandbox gc` removes what is left.
+    for _ in range(300):
+        container.reload()
+        if container.status != "running":
+            break
+        time.sleep(0.2)
+    assert container.status == "exited"
+    from envgym.sandbox import gc
+
+    gc(only_dead_owners=True)
+    left = client.containers.list(all=True, filters={"label": CONTAINER_LABEL})
+    assert container_id not in {c.id for c in left}
+
+
 def test_one_container_serves_a_vector_envs_sessions():
     require_backend("docker")
     import numpy as np

@@ -44,6 +44,9 @@ class ContainerServer:
         env_id: a registered envgym id.
         env_kwargs: the env's constructor kwargs (JSON-serialisable).
         max_sessions: concurrent sessions the server accepts.
+        exit_after_sessions: the server stops (and the container with it) once
+            this many sessions have ended; None: it serves until `close()`.
+        idle_timeout_s: the server's ``--idle-timeout`` (None: its default; 0: never).
         memory_mb, cpus: the container's limits.
         startup_timeout_s: how long the server may take to answer.
     """
@@ -54,6 +57,8 @@ class ContainerServer:
         env_kwargs: dict[str, Any] | None = None,
         *,
         max_sessions: int = 1,
+        exit_after_sessions: int | None = None,
+        idle_timeout_s: float | None = None,
         memory_mb: int = 1024,
         cpus: float = 1.0,
         startup_timeout_s: float = 60.0,
@@ -69,7 +74,14 @@ class ContainerServer:
         self._socket_dir = tempfile.mkdtemp(prefix="envgym-env-")
         os.chmod(self._socket_dir, 0o777)
         memory = f"{memory_mb}m"
-        argv = serve_command(env_id, env_kwargs, uds="/sock/env.sock", max_sessions=max_sessions)
+        argv = serve_command(
+            env_id,
+            env_kwargs,
+            uds="/sock/env.sock",
+            max_sessions=max_sessions,
+            exit_after_sessions=exit_after_sessions,
+            idle_timeout_s=idle_timeout_s,
+        )
         self.container = client.containers.run(
             image,
             ["python3", "-m", "envgym", *argv],
@@ -172,9 +184,14 @@ class DockerEnv(RemoteEnv):
         render_mode: str | None = None,
     ) -> None:
         self.server: ContainerServer | None = None
+        # One session: when it ends, even because this process was killed and its
+        # socket closed, the server stops and the container with it. No idle
+        # reaping: a session reaped during a long pause would end the server.
         self.server = ContainerServer(
             env_id,
             env_kwargs,
+            exit_after_sessions=1,
+            idle_timeout_s=0,
             memory_mb=memory_mb,
             cpus=cpus,
             startup_timeout_s=startup_timeout_s,

@@ -168,10 +168,16 @@ class ServerConfig:
     #: WebSocket keep-alive pings; a peer silent for ping_timeout_s after one is dropped.
     ping_interval_s: float | None = 20.0
     ping_timeout_s: float | None = 20.0
+    #: stop the server once it has served this many sessions and none is open
+    #: (a server for one client, which may die without a word); None: never.
+    exit_after_sessions: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_sessions, int) or self.max_sessions < 1:
             raise ValueError(f"max_sessions must be a whole number >= 1, got {self.max_sessions!r}")
+        after = self.exit_after_sessions
+        if after is not None and (not isinstance(after, int) or after < 1):
+            raise ValueError(f"exit_after_sessions must be a whole number >= 1, got {after!r}")
         if self.idle_timeout_s is not None and self.idle_timeout_s < 0:
             raise ValueError(f"idle_timeout_s must be >= 0, got {self.idle_timeout_s!r}")
         if self.offload not in ("auto", "always", "never"):
@@ -229,6 +235,8 @@ class EnvServer:
         self.sessions_refused = 0
         self._executor: ThreadPoolExecutor | None = None
         self._closers: set[asyncio.Task[None]] = set()
+        #: called once `config.exit_after_sessions` sessions have ended (stops uvicorn)
+        self.on_done: Callable[[], None] | None = None
         self.app = self._build_app()
 
     # -------------------------------------------------------------- routes
@@ -376,6 +384,10 @@ class EnvServer:
                     await self._in_thread(session.env.close)
                 except Exception:  # a failing close must not take the server down
                     logger.exception("closing the env of session %s failed", session.id)
+            after = self.config.exit_after_sessions
+            if after is not None and self.sessions_served >= after and not self.sessions:
+                if self.on_done is not None:
+                    self.on_done()
 
     async def _refuse(self, websocket: WebSocket) -> None:
         limit = self.config.max_sessions
@@ -684,7 +696,9 @@ def _uvicorn_server(server: EnvServer, log_level: str, on_ready: Callable[[], No
         timeout_graceful_shutdown=5,
         lifespan="on",
     )
-    return _Server(config)
+    uv = _Server(config)
+    server.on_done = functools.partial(setattr, uv, "should_exit", True)
+    return uv
 
 
 def serve(
@@ -699,6 +713,7 @@ def serve(
     offload: Offload = "auto",
     ping_interval_s: float | None = 20.0,
     ping_timeout_s: float | None = 20.0,
+    exit_after_sessions: int | None = None,
     log_level: str = "warning",
     on_ready: Callable[[ServerAddress], None] | None = None,
 ) -> None:
@@ -715,6 +730,7 @@ def serve(
         offload=offload,
         ping_interval_s=ping_interval_s,
         ping_timeout_s=ping_timeout_s,
+        exit_after_sessions=exit_after_sessions,
     )
     server = EnvServer(config)
     sock = _bind(host, port, uds)
@@ -831,6 +847,7 @@ def serve_command(
     uds: str | os.PathLike[str] | None = None,
     max_sessions: int | None = None,
     idle_timeout_s: float | None = None,
+    exit_after_sessions: int | None = None,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The arguments after ``envgym`` that serve `env_id` (for a subprocess or a container)."""
@@ -843,6 +860,8 @@ def serve_command(
         args += ["--max-sessions", str(max_sessions)]
     if idle_timeout_s is not None:
         args += ["--idle-timeout", f"{idle_timeout_s:g}"]
+    if exit_after_sessions is not None:
+        args += ["--exit-after", str(exit_after_sessions)]
     if env_kwargs:
         args += ["--kwargs", json.dumps(to_jsonable(dict(env_kwargs)))]
     return args + list(extra_args)
