@@ -122,6 +122,16 @@ KINDS: dict[str, dict[str, Any]] = {
 }
 
 
+def make_kind(
+    kind: str, env: tuple[str, dict[str, Any]], num_envs: int, num_workers: int | None
+) -> TextVectorEnv:
+    """The vector env of one of `KINDS` (`num_workers` for the process kinds)."""
+    options = KINDS[kind]
+    if options["workers"] != "sync":
+        options = {**options, "num_workers": num_workers}
+    return TextVectorEnv(env, num_envs, **options)
+
+
 class Round(NamedTuple):
     ratios: dict[str, float]  # each kind's steps/s over sync's, passes back to back
     cpu_ratios: dict[str, float]  # CPU time per env step over sync's: the same work
@@ -143,10 +153,8 @@ def compare(
     rounds: list[Round] = []
     batches = {}
     try:
-        for kind, options in KINDS.items():
-            if options["workers"] != "sync":
-                options = {**options, "num_workers": num_workers}
-            batches[kind] = TextVectorEnv(env, num_envs, **options)
+        for kind in KINDS:
+            batches[kind] = make_kind(kind, env, num_envs, num_workers)
         workers = num_workers or min(os.cpu_count() or 1, num_envs)
         for attempt in range(repeats):
             passes = {
@@ -188,10 +196,8 @@ def step_latency_during_training(
     caller spends `generate_ms` between steps (a trainer's GPU generating: idle
     time the prefetching workers use to reset ahead)."""
     out = {}
-    for kind, options in KINDS.items():
-        if options["workers"] != "sync":
-            options = {**options, "num_workers": num_workers}
-        with TextVectorEnv(env, num_envs, **options) as envs:
+    for kind in KINDS:
+        with make_kind(kind, env, num_envs, num_workers) as envs:
             rng = np.random.default_rng(0)
             _, infos = envs.reset(seed=0)
             busy = 0.0

@@ -34,7 +34,6 @@ import logging
 import os
 import re
 import socket
-import stat
 import subprocess
 import sys
 import threading
@@ -60,6 +59,7 @@ from envgym.remote.protocol import (
     text_space_to_json,
     to_jsonable,
 )
+from envgym.sockets import ListenError, listening_socket
 
 if TYPE_CHECKING:
     from fastapi import FastAPI, WebSocket
@@ -624,47 +624,12 @@ def _env_error(method: str, exc: Exception) -> dict[str, Any]:
 # ----------------------------------------------------------------- serving
 def _bind(host: str, port: int, uds: str | os.PathLike[str] | None) -> socket.socket:
     """A listening socket; a stale socket file at `uds` is replaced, a live one is an error."""
-    if uds is not None:
-        path = os.fspath(uds)
-        if os.path.exists(path):
-            if not stat.S_ISSOCK(os.stat(path).st_mode):
-                raise ServerStartError(
-                    f"{path} exists and is not a socket; pick another --uds path"
-                )
-            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                probe.connect(path)
-            except OSError:
-                os.unlink(path)  # left by a server that is gone
-            else:
-                raise ServerStartError(
-                    f"another server is already listening on {path}; stop it or pick another --uds"
-                )
-            finally:
-                probe.close()
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.bind(path)
-        except OSError as exc:
-            sock.close()
-            raise ServerStartError(f"cannot listen on {path}: {exc.strerror or exc}") from None
-        # Like uvicorn: any local user who can reach the directory may connect;
-        # the directory's permissions decide who can.
-        os.chmod(path, 0o666)
-    else:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError as exc:
-            sock.close()
-            hint = "; pick another --port (0 picks a free one)" if exc.errno == 98 else ""
-            raise ServerStartError(
-                f"cannot listen on {host}:{port}: {exc.strerror or exc}{hint}"
-            ) from None
-    sock.listen(2048)
-    return sock
+    try:
+        # Like uvicorn: any local user who can reach the socket's directory may
+        # connect; the directory's permissions decide who can.
+        return listening_socket(host, port, uds, uds_mode=0o666)
+    except ListenError as exc:
+        raise ServerStartError(str(exc)) from None
 
 
 def _address_of(sock: socket.socket) -> ServerAddress:

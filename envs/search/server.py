@@ -17,14 +17,14 @@ fix. `envgym.envs.search.retrieval.RemoteRetriever` is the client.
 
 import asyncio
 import json
-import os
 import socket
-import stat
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
+
+from envgym.sockets import listening_socket
 
 from .retrieval import Retriever, _require
 
@@ -107,40 +107,9 @@ def bind_socket(
     *, host: str = "127.0.0.1", port: int | None = None, uds: str | Path | None = None
 ) -> socket.socket:
     """A listening socket on host:port (port 0 picks a free one) or at the Unix socket
-    path `uds` (a stale socket file left by a dead server is replaced)."""
-    if uds is not None:
-        path = Path(uds)
-        if path.exists() or path.is_symlink():
-            if not stat.S_ISSOCK(path.lstat().st_mode):
-                raise FileExistsError(f"{path} exists and is not a socket; choose another --uds")
-            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                probe.connect(str(path))
-            except OSError:
-                path.unlink()  # nobody listens there any more
-            else:
-                raise OSError(f"a server already listens on {path}; stop it or choose another")
-            finally:
-                probe.close()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.bind(str(path))
-        os.chmod(path, 0o600)
-    else:
-        # proto=IPPROTO_TCP: asyncio turns Nagle off only on sockets that say they are
-        # TCP; with Nagle on, every response waits ~40 ms for a delayed ACK.
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            sock.bind((host, 0 if port is None else port))
-        except OSError as exc:
-            sock.close()
-            raise OSError(
-                f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port"
-            ) from None
-    sock.listen(2048)
-    return sock
+    path `uds` (a stale socket file left by a dead server is replaced); a
+    `envgym.sockets.ListenError` (an OSError) says why not."""
+    return listening_socket(host, port, uds)
 
 
 def _address(sock: socket.socket) -> str:
