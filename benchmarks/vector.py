@@ -4,21 +4,26 @@ The workload is CPU-heavy on purpose: hard Sokoban with a three-turn limit, so
 level generation (a reset every third step, done inside the step by same-step
 autoreset) dominates. Each reply names a move drawn from the env's own
 ``info["admissible_actions"]`` with draws made before timing; only time inside
-``step()`` counts. Sync, subprocess and subprocess with ``prefetch=True``
-(workers reset spare envs ahead while they wait) passes alternate, and each
-keeps its best pass, since a shared machine only ever makes a pass slower. The same run also
-measures the machine's ceiling: how many times more of the env's resets one
-process per CPU does than one process alone, on the same seeds (on a VM shared
-with other jobs this swings from run to run and can be far below the CPU
-count; no worker kind can beat it). Each round also compares the CPU time
-that the same steps took in all processes: subprocess over sync above 1.0x
-means the machine's cores slowed each other down (a host that gives a VM two
-hyperthreads of one core, or other jobs), not that the workers idled.
+``step()`` counts.
+
+Each round runs three passes back to back: sync, subprocess, and subprocess
+with ``prefetch=True`` (workers reset spare envs ahead while they wait). A
+kind's speed-up is the median over rounds of its pass over that round's sync
+pass: passes close in time share the machine's state. (Best passes are listed
+too, but the best sync and subprocess passes can fall in different rounds.)
+
+Each round also reports the CPU time the same steps took in all processes,
+over sync's: above 1.0x, the machine's cores slowed each other down (a host
+that gives a VM two hyperthreads of one core, or other jobs), not that the
+workers idled; and the machine's ceiling: how many times more of the env's
+resets one process per CPU does than one process alone, on the same seeds.
+On a shared VM both swing from round to round; no worker kind beats them.
+
 Last, the time a trainer waits inside ``step()`` when it spends 50 ms
 generating between steps, for each kind: with ``prefetch=True`` the workers
 reset spare envs during that time, so resets leave the step.
 
-    python benchmarks/vector.py                      # 32 envs, one worker per CPU
+    python benchmarks/vector.py                      # 32 envs, one worker per CPU, 6 rounds
     python benchmarks/vector.py --num-envs 64 --steps 300 --workers 4
 
 `measure_steps_per_second` is importable for other benchmarks.
@@ -145,9 +150,9 @@ def compare(
     num_workers: int | None = None,
     env: tuple[str, dict[str, Any]] = CPU_HEAVY,
 ) -> dict[str, Any]:
-    """Best-of-`repeats` env steps/s of each of `KINDS` and the best passes'
-    ratios to sync ("ratio" is plain subprocess's, "prefetch_ratio" with
-    prefetch); each round's ratios (passes run back to back) and the machine's
+    """Best-of-`repeats` env steps/s of each of `KINDS`; the median over rounds
+    of each round's ratio to sync ("ratio" is plain subprocess's,
+    "prefetch_ratio" with prefetch); each round's ratios (passes run back to back) and the machine's
     parallel ceiling measured right after them; the ceiling's median."""
     best = dict.fromkeys(KINDS, 0.0)
     rounds: list[Round] = []
@@ -178,8 +183,8 @@ def compare(
             envs.close()
     return {
         **best,
-        "ratio": best["subprocess"] / best["sync"],
-        "prefetch_ratio": best["subprocess+prefetch"] / best["sync"],
+        "ratio": float(np.median([r.ratios["subprocess"] for r in rounds])),
+        "prefetch_ratio": float(np.median([r.ratios["subprocess+prefetch"] for r in rounds])),
         "rounds": rounds,
         "ceiling": float(np.median([r.ceiling for r in rounds])),
     }
@@ -215,8 +220,8 @@ def step_latency_during_training(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--num-envs", type=int, default=32)
-    parser.add_argument("--steps", type=int, default=100, help="batch steps per pass")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=60, help="batch steps per pass")
+    parser.add_argument("--repeats", type=int, default=6, help="rounds")
     parser.add_argument("--workers", type=int, default=None, help="subprocess workers")
     args = parser.parse_args()
     env_id, kwargs = CPU_HEAVY
@@ -224,9 +229,11 @@ def main() -> None:
     print(f"{env_id} {kwargs}, {args.num_envs} envs, {workers} subprocess workers")
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs")
     result = compare(args.num_envs, args.steps, args.repeats, args.workers)
-    print(f"{'workers':<22}{'env steps/s':>12}{'vs sync':>9}")
+    print(f"{'workers':<22}{'best env steps/s':>17}{'vs sync, median of rounds':>27}")
+    medians = {"sync": 1.0, "subprocess": result["ratio"]}
+    medians["subprocess+prefetch"] = result["prefetch_ratio"]
     for kind in KINDS:
-        print(f"{kind:<22}{result[kind]:>12.0f}{result[kind] / result['sync']:>8.2f}x")
+        print(f"{kind:<22}{result[kind]:>17.0f}{medians[kind]:>26.2f}x")
     print("rounds: steps/s over sync (CPU time per step over sync), then the ceiling")
     for k, r in enumerate(result["rounds"]):
         cells = ", ".join(
