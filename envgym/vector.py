@@ -40,7 +40,9 @@ Workers (``workers=``):
 - ``"sync"``: every env in this process, stepped one after another.
 - ``"subprocess"``: ``num_workers`` processes (default: one per CPU), each
   holding a contiguous chunk of envs, fed pickled messages over pipes. No
-  shared memory: text does not fit fixed buffers.
+  shared memory: text does not fit fixed buffers. With ``prefetch=True`` a
+  worker resets a spare copy of each env to its next episode seed while it
+  waits for the next step, and swaps it in when the episode ends.
 - ``"ray"``: the same chunks as Ray actors (`envgym.remote.ray`), for one
   machine or a cluster.
 - ``"remote"``: envs built in this process by ``env_fns`` (for example
