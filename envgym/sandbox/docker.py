@@ -2,9 +2,12 @@
 
 A container is started once and serves jobs over its attached stdin/stdout,
 so a job costs neither a container start nor a `docker exec`. Every container
-runs with no network, a read-only root, a size-limited tmpfs work dir, an
-unprivileged user, no capabilities, no-new-privileges and pids, memory and CPU
-limits. Each carries the ``envgym.sandbox`` label and its owner's pid.
+runs with no network, a read-only root, size-limited tmpfs folders for the
+work dir, ``/tmp`` and ``/dev/shm`` (the runner empties them, and removes IPC
+objects, before each job), an unprivileged user, no capabilities,
+no-new-privileges and pids, memory and CPU limits; the memory limit is the
+container's cgroup, so it holds for a job's processes together. Each
+container carries the ``envgym.sandbox`` label and its owner's pid.
 
 Nothing is left running for long when the owner dies: the container is
 started with ``auto_remove`` and stdin that closes with the owner's
@@ -32,6 +35,23 @@ from envgym.sandbox.images import (
 
 #: Memory the runner itself needs beside the job's (Python plus numpy).
 RUNNER_MEMORY_MB = 160
+#: The runner's command line in the container (the image's CMD says the same).
+RUNNER_COMMAND = [
+    "python3",
+    "-I",
+    "-u",
+    "/opt/envgym/runner.py",
+    "--work",
+    "/work",
+    "--scratch",
+    "/tmp",
+    "--scratch",
+    "/dev/shm",
+    "--scratch",
+    "/dev/mqueue",
+    "--isolated",
+    "--preload-numpy",
+]
 
 
 class AttachChannel:
@@ -100,14 +120,16 @@ class DockerSandbox(RunnerSandbox):
         memory = f"{limits.memory_mb + RUNNER_MEMORY_MB}m"
         return {
             "image": self.image,
+            "command": RUNNER_COMMAND,
             "stdin_open": True,
             "auto_remove": True,
             "network_mode": "none",
             "read_only": True,
             "tmpfs": {
                 "/work": f"rw,nosuid,nodev,size={limits.work_mb}m,mode=1777",
-                "/tmp": "rw,nosuid,nodev,size=16m,mode=1777",
+                "/tmp": f"rw,nosuid,nodev,size={limits.tmp_mb}m,mode=1777",
             },
+            "shm_size": f"{limits.tmp_mb}m",
             "user": "65534:65534",
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],

@@ -8,7 +8,9 @@ sandbox image and bind-mounted into bubblewrap.
 Protocol: one JSON object per line on stdin (a job), one JSON object per line
 on stdout (its result). The runner writes nothing else to stdout. Each job:
 
-1. the work directory is emptied and the job's files are written into it;
+1. the work directory and the scratch folders (``--scratch``: /tmp, /dev/shm,
+   /dev/mqueue in an isolated sandbox) are emptied, System V IPC objects left
+   by the last job are removed, and the job's files are written;
 2. a child is forked into a new session with rlimits on memory, CPU time,
    file size, open files and (optionally) processes; Python jobs run in the
    forked interpreter (no interpreter start-up), bash jobs exec /bin/bash;
@@ -17,11 +19,19 @@ on stdout (its result). The runner writes nothing else to stdout. Each job:
 4. with ``--isolated`` (a sandbox with its own PID namespace) every process
    but the runner is killed after the job, so nothing the job started lives
    on. Without it only the job's process group is killed: the host is shared.
+
+Each reply repeats the job's ``nonce``, so the host can tell the runner's
+reply from one a job forged. The runner is not dumpable: processes of the
+same uid (the jobs) can neither open its file descriptors under /proc nor
+ptrace it. Job processes ask the kernel to kill them first when the sandbox
+runs out of memory (``oom_score_adj``), so the runner survives a memory bomb.
 """
 
 from __future__ import annotations
 
 import base64
+import ctypes
+import ctypes.util
 import json
 import os
 import resource
@@ -50,6 +60,78 @@ def _empty_dir(path: str) -> None:
                 os.unlink(entry.path)
         except FileNotFoundError:
             pass
+
+
+def _empty_scratch(folders: list[str]) -> None:
+    for folder in folders:
+        if folder.endswith("/mqueue"):
+            # POSIX message queues cannot be folders; unlink removes each queue.
+            for entry in _scandir(folder):
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    pass
+        elif os.path.isdir(folder):
+            _empty_dir(folder)
+
+
+def _scandir(folder: str) -> list:
+    try:
+        return list(os.scandir(folder))
+    except OSError:
+        return []
+
+
+_IPC_RMID = 0
+
+
+def _remove_sysv_ipc() -> None:
+    """Remove the System V shared memory, semaphores and message queues of this
+    IPC namespace (the sandbox's own), so no job reads what the last one left."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    except OSError:
+        return
+    for kind, remove in (
+        ("shm", lambda i: libc.shmctl(i, _IPC_RMID, None)),
+        ("sem", lambda i: libc.semctl(i, 0, _IPC_RMID)),
+        ("msg", lambda i: libc.msgctl(i, _IPC_RMID, None)),
+    ):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 1:
+                remove(int(fields[1]))
+
+
+#: Where a container sees its own cgroup's out-of-memory kill count (v2, v1).
+_OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
+
+
+def _oom_kills() -> int | None:
+    for path in _OOM_COUNTERS:
+        try:
+            with open(path) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _not_dumpable() -> None:
+    """Keep same-uid processes (the jobs) out of /proc/<runner>/fd and ptrace."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except OSError:
+        pass
 
 
 def _write_files(work: str, files: dict) -> str | None:
@@ -87,6 +169,13 @@ def _child(job: dict, work: str, stdin_r: int, out_w: int, err_w: int) -> None:
         os.dup2(err_w, 2)
         os.closerange(3, 65536)
         os.chdir(work)
+        try:
+            # Raising one's own score needs no privilege: an out-of-memory kill
+            # in the sandbox then takes the job, not the runner.
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("1000")
+        except OSError:
+            pass
         mb = 1024 * 1024
         _limit(resource.RLIMIT_AS, int(job["memory_mb"]) * mb)
         _limit(resource.RLIMIT_CPU, int(job["timeout_s"]) + 1)
@@ -203,9 +292,13 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def run_job(job: dict, work: str, isolated: bool) -> dict:
+def run_job(job: dict, work: str, isolated: bool, scratch: list[str]) -> dict:
     started = time.monotonic()
     _empty_dir(work)
+    _empty_scratch(scratch)
+    if isolated:
+        _remove_sysv_ipc()
+    oom_before = _oom_kills()
     files = dict(job.get("files") or {})
     main = "main.sh" if job["language"] == "bash" else "main.py"
     files[main] = job["code"]
@@ -286,6 +379,9 @@ def run_job(job: dict, work: str, isolated: bool) -> dict:
         result["exit_code"] = os.WEXITSTATUS(status)
     if isolated:
         result["leftover_processes"] = len(_other_processes())
+    oom_after = _oom_kills()
+    if oom_before is not None and oom_after is not None:
+        result["oom_kills"] = oom_after - oom_before
     return result
 
 
@@ -293,6 +389,7 @@ def main(argv: list[str]) -> int:
     work = "/work"
     isolated = False
     preload = False
+    scratch: list[str] = []
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -302,6 +399,8 @@ def main(argv: list[str]) -> int:
             isolated = True
         elif arg == "--preload-numpy":
             preload = True
+        elif arg == "--scratch":
+            scratch.append(args.pop(0))
     if preload:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         try:
@@ -311,17 +410,21 @@ def main(argv: list[str]) -> int:
     # The job may kill us; a broken pipe to the host must end the runner quietly.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _not_dumpable()
     out = sys.stdout
     out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
     out.flush()
     for line in sys.stdin:
         if not line.strip():
             continue
+        nonce = None
         try:
             job = json.loads(line)
-            result = run_job(job, work, isolated)
+            nonce = job.pop("nonce", None)
+            result = run_job(job, work, isolated, scratch)
         except Exception:
             result = {"error": "runner failed: " + traceback.format_exc(limit=3)}
+        result["nonce"] = nonce
         out.write(json.dumps(result) + "\n")
         out.flush()
     return 0

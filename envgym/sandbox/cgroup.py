@@ -1,0 +1,244 @@
+"""Memory limits for a whole sandbox through the kernel's cgroups.
+
+A bwrap sandbox's processes share one cgroup whose memory limit holds for all
+of them together, so a job that forks cannot multiply its limit (``RLIMIT_AS``
+is per process). Both cgroup versions are handled:
+
+- v2 (the unified hierarchy): a folder ``envgym`` under the root of the
+  hierarchy when envgym runs as root, or ``ENVGYM_CGROUP``, a cgroup delegated
+  to this user that holds no process (e.g. from ``systemd-run --user --scope
+  -p Delegate=yes``), with ``memory.max``/``memory.swap.max``;
+- v1: a folder ``envgym`` under this process's own memory cgroup, with
+  ``memory.limit_in_bytes`` (and ``memory.memsw.limit_in_bytes`` where swap is
+  accounted).
+
+`placement()` says where sandboxes would go here, or why nowhere: the bwrap
+backend refuses to start without a cgroup rather than fall back to a weaker
+per-process limit, unless ``ENVGYM_SANDBOX_MEMORY=per-process`` asks for one.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "MEMORY_MODE_VARIABLE",
+    "CgroupUnavailable",
+    "SandboxCgroup",
+    "descendants",
+    "memory_mode",
+    "placement",
+]
+
+#: Set to ``per-process`` to run bwrap sandboxes with RLIMIT_AS only, where no
+#: cgroup can be had (each process of a job then gets the whole limit).
+MEMORY_MODE_VARIABLE = "ENVGYM_SANDBOX_MEMORY"
+MEMORY_MODES = ("cgroup", "per-process")
+
+_serial = itertools.count()
+
+
+class CgroupUnavailable(OSError):
+    """No cgroup with a memory controller can be used here; the message says why."""
+
+
+def memory_mode() -> str:
+    """``cgroup`` (the default) or ``per-process``, from ``ENVGYM_SANDBOX_MEMORY``."""
+    mode = os.environ.get(MEMORY_MODE_VARIABLE, "cgroup") or "cgroup"
+    if mode not in MEMORY_MODES:
+        raise ValueError(
+            f"{MEMORY_MODE_VARIABLE}={mode!r} is not one of {MEMORY_MODES}; unset it to hold "
+            "each job's memory with a cgroup"
+        )
+    return mode
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where sandbox cgroups are made: `parent` holds one folder per sandbox."""
+
+    version: int
+    parent: Path
+
+    def describe(self) -> str:
+        name = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
+        return f"cgroup v{self.version} {name} under {self.parent}"
+
+
+def _mounts() -> list[tuple[str, str, set[str]]]:
+    """(mount point, fstype, super options) of the cgroup file systems."""
+    found = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fields, tail = left.split(), right.split()
+            if len(tail) >= 3 and tail[0] in ("cgroup", "cgroup2"):
+                found.append((fields[4], tail[0], set(tail[2].split(","))))
+    return found
+
+
+def _own_path(controller: str | None) -> str:
+    """This process's cgroup path for `controller` (v1) or in the unified hierarchy (None)."""
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            names = set(controllers.split(",")) if controllers else set()
+            if (controller is None and not names) or controller in names:
+                return path
+    raise CgroupUnavailable(f"this process has no {controller or 'unified'} cgroup")
+
+
+def _enable_memory(cgroup: Path) -> None:
+    control = cgroup / "cgroup.subtree_control"
+    if "memory" not in control.read_text().split():
+        control.write_text("+memory")
+
+
+def _v2_placement() -> Placement:
+    mounts = [m for m in _mounts() if m[1] == "cgroup2"]
+    for point, _, _ in mounts:
+        root = Path(point)
+        if "memory" not in (root / "cgroup.controllers").read_text().split():
+            continue
+        delegated = os.environ.get("ENVGYM_CGROUP")
+        if delegated:
+            parent = Path(delegated)
+            if not os.access(parent / "cgroup.procs", os.W_OK):
+                raise CgroupUnavailable(
+                    f"ENVGYM_CGROUP={delegated} is not a cgroup this user may write to"
+                )
+        elif os.geteuid() == 0:
+            _enable_memory(root)
+            parent = root / "envgym"
+            parent.mkdir(exist_ok=True)
+        else:
+            raise CgroupUnavailable(
+                "cgroup v2 needs root, or a cgroup delegated to this user in ENVGYM_CGROUP "
+                "(e.g. run under `systemd-run --user --scope -p Delegate=yes` and point "
+                "ENVGYM_CGROUP at a new child folder of that scope)"
+            )
+        _enable_memory(parent)
+        return Placement(2, parent)
+    raise CgroupUnavailable("no cgroup v2 hierarchy with the memory controller is mounted")
+
+
+def _v1_placement() -> Placement:
+    for point, _, options in _mounts():
+        if "memory" in options:
+            own = _own_path("memory").lstrip("/")
+            parent = Path(point) / own / "envgym"
+            try:
+                parent.mkdir(exist_ok=True)
+            except OSError as exc:
+                raise CgroupUnavailable(
+                    f"cannot make {parent} ({exc.strerror}); run as root"
+                ) from None
+            return Placement(1, parent)
+    raise CgroupUnavailable("no cgroup v1 memory controller is mounted")
+
+
+@functools.cache
+def placement() -> Placement:
+    """Where this process puts sandbox cgroups; `CgroupUnavailable` says why nowhere."""
+    problems = []
+    for find in (_v2_placement, _v1_placement):
+        try:
+            return find()
+        except CgroupUnavailable as exc:
+            problems.append(str(exc))
+        except OSError as exc:
+            problems.append(f"{exc.filename}: {exc.strerror}")
+    raise CgroupUnavailable("; ".join(problems))
+
+
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it, from /proc."""
+    parents: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        parents.setdefault(ppid, []).append(int(name))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(parents.get(current, []))
+    return found
+
+
+class SandboxCgroup:
+    """One sandbox's cgroup: a memory limit for all its processes together."""
+
+    def __init__(self, memory_bytes: int) -> None:
+        where = placement()
+        self.version = where.version
+        self.path = where.parent / f"sandbox-{os.getpid()}-{next(_serial)}"
+        self.path.mkdir()
+        try:
+            if self.version == 2:
+                self._write("memory.max", memory_bytes)
+                if (self.path / "memory.swap.max").exists():
+                    self._write("memory.swap.max", 0)
+            else:
+                self._write("memory.limit_in_bytes", memory_bytes)
+                if (self.path / "memory.memsw.limit_in_bytes").exists():
+                    self._write("memory.memsw.limit_in_bytes", memory_bytes)
+        except OSError:
+            self.remove()
+            raise
+        self.memory_bytes = memory_bytes
+
+    def _write(self, name: str, value: int | str) -> None:
+        (self.path / name).write_text(str(value))
+
+    def add(self, pids: list[int]) -> None:
+        """Move `pids` in; what they start from then on stays in."""
+        for pid in pids:
+            try:
+                self._write("cgroup.procs", pid)
+            except ProcessLookupError:
+                pass
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel has killed here for going over the limit."""
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
+        try:
+            text = (self.path / name).read_text()
+        except OSError:
+            return 0
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+        return 0
+
+    def remove(self) -> None:
+        """Kill whatever is still inside, then remove the folder."""
+        for _ in range(50):
+            try:
+                pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+            except FileNotFoundError:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.02)  # the killed processes are still exiting
