@@ -25,7 +25,14 @@ top_level = {name: importlib.util.find_spec(name) is not None
 import envgym.trainers, envgym.leaderboard, envgym.evaluation
 from envgym.sandbox.bwrap import bwrap_binary
 from envgym.sandbox.images import containers_dir
-print(json.dumps({"envgym": envgym.__file__, "top_level": top_level,
+from envgym.evaluation import evaluate
+from envgym.registry import list_envs
+played = {}
+for spec in list_envs():
+    agent = "oracle" if spec.oracle else "random"
+    episode = evaluate(spec.id, agent, episodes=1, seed=0)["episodes"][0]
+    played[spec.id] = {"agent": agent, "turns": episode["turns"], "success": episode["success"]}
+print(json.dumps({"envgym": envgym.__file__, "top_level": top_level, "played": played,
                   "schema": envgym.evaluation.load_schema()["title"],
                   "containers": sorted(p.name for p in containers_dir().iterdir()),
                   "bwrap": bwrap_binary()}))
@@ -51,11 +58,20 @@ def test_wheel_installs_in_a_fresh_venv(tmp_path):
     # Run from an empty folder so the checkout itself is not importable.
     work = tmp_path / "elsewhere"
     work.mkdir()
-    out = subprocess.run(
-        [str(python), "-c", CHECK], cwd=work, capture_output=True, text=True, check=True
-    )
+    out = subprocess.run([str(python), "-c", CHECK], cwd=work, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout)
     assert report["envgym"].startswith(str(env_dir))
+    # With no extras, every listed id plays: its oracle wins where it has one.
+    listed = subprocess.run(
+        [str(env_dir / "bin" / "envgym"), "list"], cwd=work, capture_output=True, text=True
+    ).stdout
+    assert set(report["played"]) == {line.split()[0] for line in listed.splitlines()[2:]}
+    assert "envgym/Search-v0" in report["played"]
+    for env_id, episode in report["played"].items():
+        assert episode["turns"] >= 1, (env_id, episode)
+        if episode["agent"] == "oracle":
+            assert episode["success"], (env_id, episode)
     assert not any(report["top_level"].values()), report["top_level"]
     assert report["schema"]
     # The sandbox's build files and bubblewrap come with the wheel.
