@@ -75,7 +75,7 @@ def bench_docker_run(n: int) -> list[float]:
 
     kwargs = DockerSandbox(Limits()).container_kwargs()
     client = docker_client()
-    for key in ("stdin_open", "auto_remove", "labels"):
+    for key in ("command", "stdin_open", "auto_remove", "labels"):
         kwargs.pop(key)
     image = kwargs.pop("image")
 

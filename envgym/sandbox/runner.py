@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import ctypes
 import ctypes.util
+import functools
 import json
 import os
 import resource
@@ -85,12 +86,22 @@ def _scandir(folder: str) -> list:
 _IPC_RMID = 0
 
 
+@functools.cache
+def _libc():
+    """The C library, loaded once (find_library runs ldconfig: too slow per job)."""
+    for name in ("libc.so.6", ctypes.util.find_library("c")):
+        try:
+            return ctypes.CDLL(name, use_errno=True)
+        except (OSError, TypeError):
+            continue
+    return None
+
+
 def _remove_sysv_ipc() -> None:
     """Remove the System V shared memory, semaphores and message queues of this
     IPC namespace (the sandbox's own), so no job reads what the last one left."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    except OSError:
+    libc = _libc()
+    if libc is None:
         return
     for kind, remove in (
         ("shm", lambda i: libc.shmctl(i, _IPC_RMID, None)),
@@ -127,11 +138,9 @@ def _oom_kills() -> int | None:
 
 def _not_dumpable() -> None:
     """Keep same-uid processes (the jobs) out of /proc/<runner>/fd and ptrace."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc = _libc()
+    if libc is not None:
         libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
-    except OSError:
-        pass
 
 
 def _write_files(work: str, files: dict) -> str | None:
