@@ -440,7 +440,9 @@ def _add_serve_parser(sub: Any) -> None:
         help="serve an env over WebSocket at /ws (OpenEnv's protocol; RemoteEnv connects)",
         description="Serve one env id: each WebSocket connection at /ws is one env instance, "
         "in OpenEnv's message format, so envgym.remote.RemoteEnv and OpenEnv's GenericEnvClient "
-        "both drive it. GET /health and GET /schema describe the server.",
+        "both drive it. GET /health and GET /schema describe the server. Clients get each "
+        "observation's info without info['privileged'] (gold answers, solutions) unless "
+        "--send-privileged is given; a Unix socket is made owner-only (0600).",
     )
     p.add_argument("env_id", metavar="ID", help=_ID_HELP)
     where = p.add_mutually_exclusive_group()
@@ -481,10 +483,26 @@ def _add_serve_parser(sub: Any) -> None:
     )
     _add_env_options(p)
     p.add_argument(
-        "--offload",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="run env calls in threads: auto (only slow ones, the default), always, never",
+        "--send-privileged",
+        action="store_true",
+        help="send info['privileged'] (gold answers, solutions, hidden state) to clients, for "
+        "a trainer that needs it; serve it only where no one else can connect (default: left "
+        "out)",
+    )
+    p.add_argument(
+        "--call-timeout",
+        metavar="S",
+        type=_non_negative_float,
+        default=60.0,
+        help="close a session whose env call (reset, step) takes longer than S seconds, with "
+        "a CALL_TIMEOUT error; the call finishes in the background; 0: no limit (default: 60)",
+    )
+    p.add_argument(
+        "--max-message-bytes",
+        metavar="N",
+        type=_int_at_least(1024, "a message limit is >= 1024 bytes"),
+        help="close a session that sends a message longer than N bytes (code 1009) "
+        "(default: the env's longest action, JSON-escaped, plus 64 KiB)",
     )
     p.add_argument(
         "--ping-interval",
@@ -762,13 +780,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     kwargs = dict(args.kwargs or {})
     kwargs.update(_env_kwargs(args))
     idle = args.idle_timeout or None
+    call = args.call_timeout or None
 
     def ready(address: Any) -> None:
         print(ready_line(env_id, address), flush=True)
         idle_text = f"{idle:g} s" if idle else "off"
+        call_text = f"{call:g} s" if call else "off"
+        privileged = "sent" if args.send_privileged else "left out (--send-privileged sends it)"
         print(
-            f"  up to {args.max_sessions} sessions, idle timeout {idle_text}; "
-            f"GET /health, GET /schema; Ctrl+C stops",
+            f"  up to {args.max_sessions} sessions, idle timeout {idle_text}, call timeout "
+            f"{call_text}; info['privileged'] {privileged}; GET /health, GET /schema; Ctrl+C stops",
             flush=True,
         )
 
@@ -781,7 +802,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             uds=args.uds,
             max_sessions=args.max_sessions,
             idle_timeout_s=idle,
-            offload=args.offload,
+            send_privileged=args.send_privileged,
+            call_timeout_s=call,
+            max_message_bytes=args.max_message_bytes,
             ping_interval_s=args.ping_interval or None,
             ping_timeout_s=args.ping_timeout or None,
             exit_after_sessions=args.exit_after,

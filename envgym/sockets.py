@@ -30,7 +30,9 @@ def listening_socket(
     backlog: int = 2048,
 ) -> socket.socket:
     """A socket listening on `host`:`port` (0 or None picks a free port) or, when
-    `uds` is given, at that Unix socket path with permissions `uds_mode`."""
+    `uds` is given, at that Unix socket path with permissions `uds_mode`
+    (owner-only by default; it is set before the socket listens, so no one
+    connects while it is wider)."""
     if uds is not None:
         return _unix_socket(Path(uds), uds_mode, backlog)
     port = 0 if port is None else port
@@ -65,7 +67,8 @@ def _unix_socket(path: Path, mode: int, backlog: int) -> socket.socket:
             )
         finally:
             probe.close()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # A folder made here for the socket is its owner's alone, like the socket.
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind(str(path))

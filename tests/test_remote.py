@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -18,6 +20,7 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 
 import envgym  # noqa: F401  (registers the ids)
@@ -42,10 +45,11 @@ from envgym.remote import (  # noqa: E402
     serve_in_subprocess,
 )
 from envgym.remote.client import fetch_json  # noqa: E402
-from envgym.remote.protocol import encode_frame, to_jsonable  # noqa: E402
+from envgym.remote.protocol import encode_frame, public_info, to_jsonable  # noqa: E402
 
 SOKOBAN = "envgym/Sokoban-v0"
 FROZEN = "envgym/FrozenLake-v0"
+SEARCH = "envgym/Search-v0"
 
 
 def open_ws(address: ServerAddress):
@@ -153,6 +157,84 @@ def test_openenv_async_client_plays_an_episode_over_a_unix_socket(tmp_path):
     assert not path.exists()
 
 
+# ------------------------------------------------------------ privileged data
+def gold_answers(env_id: str, seed: int) -> list[str]:
+    """The answers a local env with `seed` keeps in info["privileged"]."""
+    _, info = gym.make(env_id).reset(seed=seed)
+    privileged = info["privileged"]
+    return sorted({privileged["answer"], *privileged["answers"]})
+
+
+def frames_from_openenv_client(address: ServerAddress, seed: int) -> list[str]:
+    """Drive a Search episode with OpenEnv's own client; every frame it received, raw."""
+    from openenv import GenericEnvClient
+
+    class RecordingClient(GenericEnvClient):
+        """OpenEnv's client, keeping each frame's text as it came off the wire."""
+
+        def __init__(self, base_url: str) -> None:
+            super().__init__(base_url=base_url)
+            self.frames: list[str] = []
+
+        async def _receive(self) -> dict:
+            raw = await asyncio.wait_for(self._ws.recv(), timeout=self._message_timeout)
+            self.frames.append(raw)
+            return json.loads(raw)
+
+    recorder = RecordingClient(address.base_url)
+    with recorder.sync() as client:
+        result = client.reset(seed=seed)
+        assert result.observation["text"].startswith("Question:")
+        # An invalid reply, a search that misses the answer, a wrong answer: none of
+        # them shows the gold answer in the observation text.
+        for reply in ("hello", "<search>weather in spring</search>", "<answer>nobody</answer>"):
+            result = client.step({"action": reply})
+        assert result.done is True
+    return recorder.frames
+
+
+def test_openenv_clients_read_no_gold_answer_unless_the_server_opts_in():
+    seed = 3
+    gold = gold_answers(SEARCH, seed)
+    assert gold and all(len(answer) >= 5 for answer in gold)
+
+    def leaked(frames: list[str]) -> list[str]:
+        # Frames are JSON: look for each answer as written and as JSON escapes it.
+        text = "\n".join(frames)
+        return [a for a in gold if a in text or json.dumps(a)[1:-1] in text]
+
+    with serve_in_subprocess(SEARCH, port=0) as server:
+        schema = fetch_json(server.address, "/schema")
+        assert schema["send_privileged"] is False
+        assert fetch_json(server.address, "/health")["send_privileged"] is False
+        frames = frames_from_openenv_client(server.address, seed)
+        assert len(frames) == 4
+        assert leaked(frames) == []
+        # Every other info key still travels.
+        info = json.loads(frames[0])["data"]["observation"]["info"]
+        _, local_info = gym.make(SEARCH).reset(seed=seed)
+        assert set(info) == set(local_info) - {"privileged"}
+        with RemoteEnv(server.address) as env:
+            assert env.privileged_sent is False
+            assert "privileged" not in env.reset(seed=seed)[1]
+
+    with serve_in_subprocess(SEARCH, port=0, send_privileged=True) as server:
+        assert fetch_json(server.address, "/schema")["send_privileged"] is True
+        assert fetch_json(server.address, "/health")["send_privileged"] is True
+        assert leaked(frames_from_openenv_client(server.address, seed)) == gold
+        with RemoteEnv(server.address) as env:
+            assert env.privileged_sent is True
+            assert env.reset(seed=seed)[1] == local_info
+
+
+def test_with_send_privileged_remote_env_gives_the_local_info_whole():
+    local = gym.make(SOKOBAN)
+    with serve_in_background(SOKOBAN, send_privileged=True) as address, RemoteEnv(address) as env:
+        assert env.privileged_sent is True
+        assert play_both(env, local, 2, "oracle") >= 1
+        assert "optimal_moves" in env.reset(seed=2)[1]["privileged"]
+
+
 # ------------------------------------------------------------------ RemoteEnv
 def test_remote_env_passes_check_env(sokoban_server, tmp_path):
     with RemoteEnv(sokoban_server) as env:
@@ -162,18 +244,23 @@ def test_remote_env_passes_check_env(sokoban_server, tmp_path):
             check_env(env, skip_render_check=True)
 
 
-def play_both(remote: gym.Env, local: gym.Env, seed: int, agent: str, options=None) -> int:
+def sent(remote: RemoteEnv, info: dict) -> dict:
+    """What `remote`'s server sends of a local `info`: all of it, or all but the privileged part."""
+    return info if remote.privileged_sent else public_info(info)
+
+
+def play_both(remote: RemoteEnv, local: gym.Env, seed: int, agent: str, options=None) -> int:
     """Play one episode in both envs with the same actions; assert identical results."""
     r_obs, r_info = remote.reset(seed=seed, options=options)
     l_obs, l_info = local.reset(seed=seed, options=options)
-    assert (r_obs, r_info) == (l_obs, l_info)
+    assert (r_obs, r_info) == (l_obs, sent(remote, l_info))
     actor = make_agent(agent, local, seed=seed)
     steps, done = 0, False
     while not done:
         action = actor.act(l_obs, l_info)
         remote_result = remote.step(action)
         local_result = local.step(action)
-        assert remote_result == local_result
+        assert remote_result == (*local_result[:4], sent(remote, local_result[4]))
         assert type(remote_result[1]) is float
         l_obs, l_info = local_result[0], local_result[4]
         done = local_result[2] or local_result[3]
@@ -330,6 +417,7 @@ def test_bad_messages_get_error_frames_and_the_session_goes_on(sokoban_server):
             ({"type": "reset", "data": {"sed": 1}}, "VALIDATION_ERROR", "unknown reset field"),
             ({"type": "reset", "data": "seed=1"}, "VALIDATION_ERROR", "'data' must be"),
             ({"type": "reset", "data": {"options": {"x": 1}}}, "EXECUTION_ERROR", "ValueError"),
+            ("[" * 50_000, "INVALID_JSON", "not valid JSON"),
         ]
         for message, code, text in cases:
             frame = ask(ws, message)
@@ -352,6 +440,145 @@ def test_bad_messages_get_error_frames_and_the_session_goes_on(sokoban_server):
         with pytest.raises(ConnectionClosed) as closed:
             ws.recv(timeout=30)
         assert closed.value.rcvd.code == 1000
+
+
+# ------------------------------------------------------------- availability
+class SleepyEnv(gym.Env):
+    """A test env: ``step("sleep S")`` takes S seconds; any other action is instant."""
+
+    observation_space = spaces.Text(max_length=64, charset="abcdefghijklmnopqrstuvwxyz .0123456789")
+    action_space = observation_space
+    closed: list[float] = []  # when each instance was closed (time.monotonic)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return "ready", {}
+
+    def step(self, action):
+        if action.startswith("sleep "):
+            time.sleep(float(action.split()[1]))
+        return f"did {action}", 0.0, False, False, {}
+
+    def close(self):
+        SleepyEnv.closed.append(time.monotonic())
+
+
+SLEEPY = "envgym-test/Sleepy-v0"
+
+
+@pytest.fixture()
+def sleepy_id():
+    gym.register(SLEEPY, entry_point=SleepyEnv)
+    SleepyEnv.closed = []
+    yield SLEEPY
+    gym.registry.pop(SLEEPY, None)
+
+
+def test_a_slow_env_call_stalls_only_its_own_session(sleepy_id, tmp_path):
+    with serve_in_background(sleepy_id, uds=tmp_path / "sleepy.sock") as address:
+        with open_ws(address) as slow, open_ws(address) as quick, open_ws(address) as other:
+            for ws in (slow, quick, other):
+                assert ask(ws, {"type": "reset", "data": {"seed": 0}})["type"] == "observation"
+            sent_at = time.monotonic()
+            slow.send(json.dumps({"type": "step", "data": {"action": "sleep 2"}}))
+            # Sent before the first reply: the session's calls still run in order.
+            slow.send(json.dumps({"type": "step", "data": {"action": "after"}}))
+            time.sleep(0.2)  # the slow step is under way
+            for turn in range(20):
+                for ws in (quick, other):
+                    frame = ask(ws, {"type": "step", "data": {"action": f"move {turn}"}})
+                    assert frame["data"]["observation"]["text"] == f"did move {turn}"
+            others_done = time.monotonic()
+            first, second = json.loads(slow.recv(timeout=30)), json.loads(slow.recv(timeout=30))
+            slow_done = time.monotonic()
+        assert slow_done - sent_at >= 2.0
+        assert others_done < sent_at + 1.5  # the other sessions did not wait for it
+        texts = [f["data"]["observation"]["text"] for f in (first, second)]
+        assert texts == ["did sleep 2", "did after"]
+
+
+def test_a_call_past_the_deadline_closes_its_session_with_a_clear_error(sleepy_id, tmp_path):
+    with serve_in_background(
+        sleepy_id, uds=tmp_path / "deadline.sock", call_timeout_s=0.5
+    ) as address:
+        assert fetch_json(address, "/schema")["call_timeout_s"] == 0.5
+        with open_ws(address) as ws:
+            ask(ws, {"type": "reset", "data": {"seed": 0}})
+            started = time.monotonic()
+            frame = ask(ws, {"type": "step", "data": {"action": "sleep 3"}})
+            assert time.monotonic() - started < 2.5
+            assert frame["type"] == "error"
+            assert frame["data"]["code"] == "CALL_TIMEOUT"
+            message = frame["data"]["message"]
+            assert "env.step() did not return within 0.5 s" in message
+            assert "--call-timeout" in message and "new session" in message
+            with pytest.raises(ConnectionClosed) as closed:
+                ws.recv(timeout=30)
+            assert closed.value.rcvd.code == 4504
+            assert "--call-timeout" in closed.value.rcvd.reason
+        # The call runs on in the background, counted; then its env is closed.
+        assert fetch_json(address, "/health")["calls_past_deadline"] == 1
+        assert SleepyEnv.closed == [] or SleepyEnv.closed[-1] < started  # not this session's
+        assert wait_until(lambda: fetch_json(address, "/health")["calls_past_deadline"] == 0)
+        assert wait_until(lambda: SleepyEnv.closed and SleepyEnv.closed[-1] > started + 2.5)
+        # The server goes on serving; RemoteEnv says what happened and reconnects on reset.
+        with RemoteEnv(address) as env:
+            env.reset(seed=0)
+            assert env.step("quick")[0] == "did quick"
+            with pytest.raises(SessionClosed, match="--call-timeout"):
+                env.step("sleep 3")
+            assert env.reset(seed=1)[0] == "ready"
+            assert env.step("quick")[0] == "did quick"
+
+
+def test_an_oversized_message_closes_only_its_session(sokoban_server):
+    schema = fetch_json(sokoban_server, "/schema")
+    limit = schema["max_message_bytes"]
+    # The longest action the space holds fits, even with every character JSON-escaped.
+    assert 6 * schema["action_space"]["max_length"] < limit < 1024 * 1024
+    with open_ws(sokoban_server) as bystander, open_ws(sokoban_server) as ws:
+        assert ask(bystander, {"type": "reset", "data": {"seed": 1}})["type"] == "observation"
+        assert ask(ws, {"type": "reset", "data": {"seed": 1}})["type"] == "observation"
+        escaped = "\x0b" * schema["action_space"]["max_length"]
+        assert ask(ws, {"type": "step", "data": {"action": escaped}})["type"] == "observation"
+        ws.send(json.dumps({"type": "step", "data": {"action": "x" * 1024 * 1024}}))
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=30)
+        assert closed.value.rcvd.code == 1009
+        assert str(limit) in closed.value.rcvd.reason
+        # The other session, and new ones, carry on.
+        frame = ask(bystander, {"type": "step", "data": {"action": "<answer>Up</answer>"}})
+        assert frame["data"]["observation"]["info"]["turn"] == 1
+    with RemoteEnv(sokoban_server) as env:
+        env.reset(seed=1)
+        # RemoteEnv refuses such a reply itself, before the server would end the session.
+        with pytest.raises(ValueError, match="--max-message-bytes"):
+            env.step("x" * 1024 * 1024)
+        assert env.step("<answer>Up</answer>")[4]["turn"] == 1
+
+
+def test_a_huge_sokoban_board_is_an_error_and_the_server_goes_on(tmp_path):
+    # A board this big must be refused by the env (ValueError) before any search.
+    # Searching it would run for minutes and eat memory fast: the server runs in
+    # a process of its own, with a short call deadline, so a regression fails
+    # the test rather than the machine.
+    rows = ["#" * 100] + ["#" + "_" * 98 + "#" for _ in range(98)] + ["#" * 100]
+    rows[1] = "#@" + "_" * 97 + "#"
+    rows[50] = "#" + "_" * 20 + "$" * 30 + "_" * 48 + "#"
+    rows[80] = "#" + "_" * 20 + "." * 30 + "_" * 48 + "#"
+    board = "\n".join(rows)
+    with serve_in_subprocess(SOKOBAN, uds=tmp_path / "big.sock", call_timeout_s=5) as server:
+        address = server.address
+        with open_ws(address) as ws:
+            frame = ask(ws, {"type": "reset", "data": {"options": {"board": board}}})
+            assert frame["type"] == "error", frame
+            assert frame["data"]["code"] in ("VALIDATION_ERROR", "EXECUTION_ERROR"), frame
+            assert "board" in frame["data"]["message"]
+            # The same session, and another, go on.
+            assert ask(ws, {"type": "reset", "data": {"seed": 0}})["type"] == "observation"
+        with RemoteEnv(address) as env:
+            env.reset(seed=0)
+            assert env.step("<answer>Up</answer>")[4]["turn"] == 1
 
 
 def test_idle_sessions_are_closed_and_remote_env_reconnects_on_reset(tmp_path):
@@ -437,6 +664,32 @@ def test_serve_command_errors_are_one_line(capsys):
         port = taken.getsockname()[1]
         assert main(["serve", "Sokoban-v0", "--port", str(port)]) == 2
         assert "pick another --port" in capsys.readouterr().err
+
+
+def test_a_container_server_never_runs_as_root():
+    from envgym.remote.container import SERVER_UID, container_user
+
+    # Root hands the socket folder to a uid no host account uses (not nobody).
+    assert container_user(0, 0) == (SERVER_UID, SERVER_UID) != (65534, 65534)
+    assert container_user(1000, 1000) == (1000, 1000)  # anyone else runs it as themselves
+    assert container_user(1000, 0) == (1000, SERVER_UID)  # but never in group root
+
+
+def test_serve_help_documents_the_guards(capsys):
+    assert main(["serve", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for flag in ("--send-privileged", "--call-timeout S", "--max-message-bytes N"):
+        assert flag in text
+    assert "without info['privileged']" in text and "owner-only" in text
+
+
+def test_envgym_serve_makes_its_unix_socket_owner_only(tmp_path):
+    path = tmp_path / "private" / "env.sock"
+    with serve_in_subprocess(SOKOBAN, uds=path):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700  # made for it
+        with RemoteEnv(uds=str(path)) as env:  # its owner connects
+            env.reset(seed=0)
 
 
 def test_serving_on_a_socket_path_that_is_in_use_or_not_a_socket(tmp_path):

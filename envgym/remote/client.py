@@ -10,8 +10,10 @@
 It keeps one WebSocket connection (one env instance on the server) for its
 whole life and gives back what the local env would: the same text, reward,
 terminated/truncated and info for the same seeds and actions (info travels as
-JSON, so tuples arrive as lists). Only ``websockets`` is needed; the spaces
-come from the server's ``GET /schema``.
+JSON, so tuples arrive as lists), except that ``info["privileged"]`` is there
+only when the server was started with ``--send-privileged``
+(`RemoteEnv.privileged_sent` says which). Only ``websockets`` is needed; the
+spaces come from the server's ``GET /schema``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,12 @@ from typing import Any
 import gymnasium as gym
 
 from envgym.core import render_text
-from envgym.remote.protocol import ErrorCode, text_space_from_json
+from envgym.remote.protocol import (
+    CLOSE_MESSAGE_TOO_BIG,
+    CLOSE_TRY_AGAIN_LATER,
+    ErrorCode,
+    text_space_from_json,
+)
 from envgym.remote.server import ServerAddress
 
 __all__ = [
@@ -60,7 +67,7 @@ class SessionRejected(RemoteEnvError):
 
 
 class SessionClosed(RemoteEnvError):
-    """The server closed this session (idle timeout, shutdown, a dropped connection)."""
+    """The server closed this session (idle or call timeout, shutdown, a dropped connection)."""
 
 
 # ------------------------------------------------------------------- HTTP
@@ -160,10 +167,18 @@ class RemoteEnv(gym.Env[str, str]):
     The env's kwargs are the server's (``envgym serve ID --kwarg ...``);
     ``reset(seed=..., options=...)`` and ``step(action)`` are the local env's.
     Errors: `ServerUnreachable` (nothing listening), `SessionRejected` (the
-    server's session limit), `SessionClosed` (the server ended the session;
-    the next ``reset()`` reconnects), ``gymnasium.error.ResetNeeded`` (step
-    before reset or after the end), ``ValueError``/``TypeError`` re-raised
-    from the env (a bad reset option), else `RemoteEnvError`.
+    server's session limit), `SessionClosed` (the server ended the session,
+    e.g. an env call past its ``--call-timeout``; the next ``reset()``
+    reconnects), ``gymnasium.error.ResetNeeded`` (step before reset or after
+    the end), ``ValueError``/``TypeError`` re-raised from the env (a bad reset
+    option) or for a message longer than the server takes (the session goes
+    on), else `RemoteEnvError`.
+
+    Attributes read from the server's ``GET /schema``: `env_id`, the spaces,
+    `privileged_sent` (True when observation info carries
+    ``info["privileged"]``, i.e. the server runs with ``--send-privileged``;
+    a server too old to say sent it) and `max_message_bytes` (the longest
+    message the server reads).
     """
 
     metadata = {"render_modes": ["ansi", "human"]}
@@ -199,6 +214,10 @@ class RemoteEnv(gym.Env[str, str]):
         self.env_id: str = self.schema["env_id"]
         self.action_space = text_space_from_json(self.schema["action_space"])
         self.observation_space = text_space_from_json(self.schema["observation_space"])
+        #: whether the server puts info["privileged"] in observations (--send-privileged)
+        self.privileged_sent: bool = bool(self.schema.get("send_privileged", True))
+        #: the longest message the server reads (bytes); None: it does not say
+        self.max_message_bytes: int | None = self.schema.get("max_message_bytes")
         self.episode_id: str | None = None
         self._last_obs = ""
         self._ws: Any = None
@@ -308,8 +327,10 @@ class RemoteEnv(gym.Env[str, str]):
     def _request(self, message: dict[str, Any], expect: str = "observation") -> dict[str, Any]:
         from websockets.exceptions import ConnectionClosed
 
+        text = json.dumps(message)  # ASCII: its length is its size in bytes
+        self._check_size(text, message["type"])
         try:
-            self._ws.send(json.dumps(message))
+            self._ws.send(text)
             raw = self._ws.recv(timeout=self.step_timeout_s)
         except ConnectionClosed as exc:
             # The server sends an error frame saying why before it closes; read it if it came.
@@ -333,6 +354,19 @@ class RemoteEnv(gym.Env[str, str]):
             self._raise_error(data)
         raise RemoteEnvError(f"unexpected reply {kind!r} to {message['type']}")
 
+    def _check_size(self, text: str, kind: str) -> None:
+        """A ValueError, before sending, for a message the server would close the session for."""
+        limit = self.max_message_bytes
+        if limit is None or len(text) <= limit:
+            return
+        raise ValueError(
+            f"this {kind} message is {len(text):,} bytes as JSON, more than the {limit:,} the "
+            f"server at {self.address} reads (the action space holds "
+            f"{self.action_space.max_length:,} characters); send a shorter "
+            + ("reply" if kind == "step" else "message")
+            + " or start the server with a higher --max-message-bytes"
+        )
+
     def _drop(self) -> None:
         ws, self._ws = self._ws, None
         if ws is not None:
@@ -345,9 +379,15 @@ class RemoteEnv(gym.Env[str, str]):
         # The server sends an error frame before closing; it says why.
         received = getattr(exc, "rcvd", None)
         reason = f" (code {received.code}: {received.reason})" if received is not None else ""
-        if received is not None and received.code == 1013:
+        if received is not None and received.code == CLOSE_TRY_AGAIN_LATER:
             return SessionRejected(
                 f"the server at {self.address} refused the session{reason}", "CAPACITY_REACHED"
+            )
+        if received is not None and received.code == CLOSE_MESSAGE_TOO_BIG:
+            return SessionClosed(
+                f"the server at {self.address} closed the session: the {during} message was "
+                f"longer than it reads{reason}; send a shorter one or start the server with a "
+                "higher --max-message-bytes. reset() opens a new session"
             )
         return SessionClosed(
             f"the server at {self.address} closed the session during {during}{reason}; "
@@ -368,7 +408,7 @@ class RemoteEnv(gym.Env[str, str]):
         if code in (ErrorCode.CAPACITY_REACHED, ErrorCode.FACTORY_ERROR):
             self._drop()
             raise SessionRejected(message, code)
-        if code == ErrorCode.IDLE_TIMEOUT:
+        if code in (ErrorCode.IDLE_TIMEOUT, ErrorCode.CALL_TIMEOUT):
             self._drop()
             raise SessionClosed(message, code)
         raise RemoteEnvError(f"{message} (code {code})", code)

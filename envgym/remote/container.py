@@ -7,6 +7,16 @@ over a Unix socket in a folder bind-mounted from the host. The caller gets a
 `DockerEnv`, a `RemoteEnv` on that socket; closing it removes the container.
 `ContainerServer` is the container on its own, for many sessions (a vector
 env's ``remote`` workers, or a benchmark).
+
+Only the host user who started it can connect: the socket folder is 0o700 and
+the socket 0o600, both owned by the container's user. That user is the host
+user's own uid (`container_user`), or, when the host process is root, a uid
+no host account uses (`SERVER_UID`; the folder is handed to it and root
+connects anyway; not 65534, which host daemons run as), so the server never
+runs as root. Because no one else can connect, `DockerEnv` (``gym.make(id,
+backend="docker")``) serves ``info["privileged"]`` like the local env gives
+it; a `ContainerServer` leaves it out unless asked (``send_privileged=True``).
+
 Containers carry the sandbox label, so `envgym sandbox gc` removes any that a
 killed process left behind.
 """
@@ -33,6 +43,37 @@ from envgym.sandbox.images import (
 )
 
 BACKENDS = ("local", "docker")
+#: The container's uid and gid when the host process is root: one no host
+#: account uses, so no host process but root's can reach the socket.
+SERVER_UID = 630_000
+
+
+def container_user(uid: int, gid: int) -> tuple[int, int]:
+    """The uid:gid the server runs as: the host user's own, never root's.
+
+    Root becomes `SERVER_UID`; a root group (0) becomes `SERVER_UID` too,
+    which changes nothing on the socket folder (its owner's uid matches).
+    """
+    if uid == 0:
+        return SERVER_UID, SERVER_UID
+    return uid, SERVER_UID if gid == 0 else gid
+
+
+def make_socket_dir(user: tuple[int, int]) -> str:
+    """A fresh host folder for the server's socket, mode 0o700, that `user` can write.
+
+    A root host process hands it to `user`; anyone else owns it already (the
+    same uid).
+    """
+    path = tempfile.mkdtemp(prefix="envgym-env-")  # 0o700, ours
+    try:
+        if os.getuid() == 0:
+            os.chown(path, *user)
+        os.chmod(path, 0o700)
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    return path
 
 
 class ContainerServer:
@@ -47,6 +88,9 @@ class ContainerServer:
         exit_after_sessions: the server stops (and the container with it) once
             this many sessions have ended; None: it serves until `close()`.
         idle_timeout_s: the server's ``--idle-timeout`` (None: its default; 0: never).
+        send_privileged: send ``info["privileged"]`` to clients (``--send-privileged``);
+            only the host user who made the container can connect.
+        call_timeout_s: the server's ``--call-timeout`` (None: its default; 0: none).
         memory_mb, cpus: the container's limits.
         startup_timeout_s: how long the server may take to answer.
     """
@@ -59,6 +103,8 @@ class ContainerServer:
         max_sessions: int = 1,
         exit_after_sessions: int | None = None,
         idle_timeout_s: float | None = None,
+        send_privileged: bool = False,
+        call_timeout_s: float | None = None,
         memory_mb: int = 1024,
         cpus: float = 1.0,
         startup_timeout_s: float = 60.0,
@@ -70,9 +116,9 @@ class ContainerServer:
         problem = image_problem(client, image)
         if problem:
             raise SandboxError(problem)
-        # The server in the container runs as uid 65534 and must create its socket here.
-        self._socket_dir = tempfile.mkdtemp(prefix="envgym-env-")
-        os.chmod(self._socket_dir, 0o777)
+        # The server must create its socket here, and no one else may reach it.
+        user = container_user(os.getuid(), os.getgid())
+        self._socket_dir = make_socket_dir(user)
         memory = f"{memory_mb}m"
         argv = serve_command(
             env_id,
@@ -81,6 +127,8 @@ class ContainerServer:
             max_sessions=max_sessions,
             exit_after_sessions=exit_after_sessions,
             idle_timeout_s=idle_timeout_s,
+            send_privileged=send_privileged,
+            call_timeout_s=call_timeout_s,
         )
         self.container = client.containers.run(
             image,
@@ -92,7 +140,7 @@ class ContainerServer:
             tmpfs={"/tmp": "rw,nosuid,nodev,size=64m,mode=1777"},
             volumes={self._socket_dir: {"bind": "/sock", "mode": "rw"}},
             environment={"HOME": "/tmp"},
-            user="65534:65534",
+            user=f"{user[0]}:{user[1]}",
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             pids_limit=256,
@@ -163,7 +211,9 @@ class ContainerServer:
 
 class DockerEnv(RemoteEnv):
     """A `RemoteEnv` whose server runs in its own container (a `ContainerServer`
-    with one session); closing the env removes the container.
+    with one session); closing the env removes the container. Its info carries
+    ``info["privileged"]``, as the local env's does: the server is this
+    process's alone (an owner-only socket).
 
     Args:
         env_id: a registered envgym id.
@@ -192,6 +242,7 @@ class DockerEnv(RemoteEnv):
             env_kwargs,
             exit_after_sessions=1,
             idle_timeout_s=0,
+            send_privileged=True,
             memory_mb=memory_mb,
             cpus=cpus,
             startup_timeout_s=startup_timeout_s,

@@ -19,7 +19,13 @@ Server to client::
     {"type": "error", "data": {"message": "...", "code": "..."}}
 
 ``info`` is the env's info dict made JSON-safe (`to_jsonable`): tuples and
-sets arrive as lists, numpy scalars and arrays as numbers and lists.
+sets arrive as lists, numpy scalars and arrays as numbers and lists. A server
+leaves ``info["privileged"]`` (gold answers, solutions, hidden cards) out
+unless it was started with ``--send-privileged`` (`public_info`).
+
+A client message may be at most `max_message_bytes` long: the longest action
+the env's space holds, JSON-escaped, plus `MESSAGE_ENVELOPE_BYTES` for the
+rest (reset options). A longer one closes its session with code 1009.
 
 This module only builds and checks plain dicts; it imports nothing beyond the
 standard library, gymnasium and numpy.
@@ -35,15 +41,21 @@ import numpy as np
 from gymnasium import spaces
 
 __all__ = [
+    "CLOSE_CALL_TIMEOUT",
     "CLOSE_IDLE",
+    "CLOSE_MESSAGE_TOO_BIG",
     "CLOSE_NORMAL",
     "CLOSE_SERVER_ERROR",
     "CLOSE_TRY_AGAIN_LATER",
     "ErrorCode",
+    "MESSAGE_ENVELOPE_BYTES",
+    "PRIVILEGED_KEY",
     "PROTOCOL_VERSION",
     "encode_frame",
     "error_frame",
+    "max_message_bytes",
     "observation_frame",
+    "public_info",
     "text_space_from_json",
     "text_space_to_json",
     "to_jsonable",
@@ -55,9 +67,22 @@ PROTOCOL_VERSION = 1
 # WebSocket close codes the server uses (RFC 6455 section 7.4; 4000-4999 are
 # the application's own).
 CLOSE_NORMAL = 1000
+#: a client message over `max_message_bytes` (sent by the WebSocket layer).
+CLOSE_MESSAGE_TOO_BIG = 1009
 CLOSE_SERVER_ERROR = 1011
 CLOSE_TRY_AGAIN_LATER = 1013
 CLOSE_IDLE = 4408
+#: an env call ran past the server's --call-timeout.
+CLOSE_CALL_TIMEOUT = 4504
+
+#: The info key that holds trainer-only data; servers leave it out by default.
+PRIVILEGED_KEY = "privileged"
+#: Room in a client message for everything but the action: the JSON around it,
+#: a seed, an episode id and reset options.
+MESSAGE_ENVELOPE_BYTES = 64 * 1024
+#: The longest JSON escape of one character in the BMP (``\u00e9``); clients
+#: such as ``json.dumps`` write every non-ASCII character that way.
+_MAX_ESCAPED_CHAR_BYTES = 6
 
 
 class ErrorCode:
@@ -74,6 +99,8 @@ class ErrorCode:
     RESET_NEEDED = "RESET_NEEDED"
     #: the session sat idle past the server's --idle-timeout and was closed.
     IDLE_TIMEOUT = "IDLE_TIMEOUT"
+    #: an env call ran past the server's --call-timeout; the session was closed.
+    CALL_TIMEOUT = "CALL_TIMEOUT"
 
 
 def to_jsonable(value: Any) -> Any:
@@ -104,6 +131,22 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", errors="replace")
     return str(value)
+
+
+def public_info(info: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`info` without ``info["privileged"]``; every other key stays (a copy only when needed)."""
+    if PRIVILEGED_KEY not in info:
+        return info
+    return {key: value for key, value in info.items() if key != PRIVILEGED_KEY}
+
+
+def max_message_bytes(action_space: spaces.Text) -> int:
+    """The largest client message a server for `action_space` takes, in bytes.
+
+    A step carrying the longest action the space holds, each character at its
+    longest JSON escape, fits with `MESSAGE_ENVELOPE_BYTES` to spare.
+    """
+    return _MAX_ESCAPED_CHAR_BYTES * action_space.max_length + MESSAGE_ENVELOPE_BYTES
 
 
 def observation_frame(

@@ -14,11 +14,27 @@ process)::
     with serve_in_background("envgym/Sokoban-v0", port=0) as address:
         env = RemoteEnv(address)
 
-Env calls run on the event loop when they are quick (a Sokoban step costs
-tens of microseconds, a hand-off to a thread a few hundred) and move to a
-thread pool, per session and per method, once a few in a row take longer
-than `SLOW_CALL_S`; envs whose state lives outside the process (sandboxes) always
-run in the pool. ``offload="always"`` or ``"never"`` forces either way.
+What a server guards:
+
+- Privileged data. Observation frames carry the env's ``info`` without
+  ``info["privileged"]`` (gold answers, solutions, an opponent's hidden card):
+  any client that reaches the port or socket could read it. A server for a
+  trainer that needs it opts in with ``send_privileged=True``
+  (``envgym serve ID --send-privileged``); ``GET /schema`` and ``GET /health``
+  say which (``send_privileged``), and `RemoteEnv.privileged_sent` reads it.
+- The event loop. Env calls (make, reset, step, close) run on threads, never
+  on the loop, each session's one at a time and in order; a call that waits
+  behind slow ones gets a thread of its own within milliseconds, so a slow
+  env stalls only its own session. A call that takes longer than
+  ``call_timeout_s`` (``--call-timeout``, 60 s by default) is answered with a
+  CALL_TIMEOUT error frame and the session is closed (code 4504): an env
+  stopped mid-call cannot be trusted. Python cannot stop a thread, so the call
+  runs on in the background until it returns and then the env is closed;
+  ``GET /health`` counts such calls (``calls_past_deadline``).
+- Memory. A client message longer than `max_message_bytes` (the longest
+  action the env's space holds plus 64 KiB; ``--max-message-bytes``) closes
+  its session with code 1009 before it is read whole; other sessions go on.
+- Unix sockets are made owner-only (0o600).
 
 fastapi and uvicorn are imported only when a server is built.
 """
@@ -32,6 +48,7 @@ import functools
 import json
 import logging
 import os
+import queue
 import re
 import socket
 import subprocess
@@ -40,13 +57,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
 from envgym.remote.protocol import (
+    CLOSE_CALL_TIMEOUT,
     CLOSE_IDLE,
     CLOSE_NORMAL,
     CLOSE_SERVER_ERROR,
@@ -55,7 +72,9 @@ from envgym.remote.protocol import (
     ErrorCode,
     encode_frame,
     error_frame,
+    max_message_bytes,
     observation_frame,
+    public_info,
     text_space_to_json,
     to_jsonable,
 )
@@ -67,7 +86,6 @@ if TYPE_CHECKING:
 __all__ = [
     "EnvServer",
     "READY_LINE_PREFIX",
-    "SLOW_CALL_S",
     "ServerAddress",
     "ServerConfig",
     "ServerProcess",
@@ -82,15 +100,8 @@ __all__ = [
 
 logger = logging.getLogger("envgym.remote")
 
-#: `SLOW_CALLS_TO_OFFLOAD` calls in a row slower than this move that session's
-#: later calls of the same method to the thread pool (in ``offload="auto"``).
-#: In a row, because one slow call may only mean the process was descheduled.
-SLOW_CALL_S = 0.01
-SLOW_CALLS_TO_OFFLOAD = 3
 #: `serve` prints one line starting with this, then the address, once it accepts sessions.
 READY_LINE_PREFIX = "envgym serve: serving "
-
-Offload = Literal["auto", "always", "never"]
 
 
 class ServerStartError(RuntimeError):
@@ -163,8 +174,15 @@ class ServerConfig:
     max_sessions: int = 256
     #: close sessions with no message for this long (seconds); None or 0: never.
     idle_timeout_s: float | None = 3600.0
-    #: where env calls run: "auto" (the loop while quick, else a thread), "always", "never".
-    offload: Offload = "auto"
+    #: send ``info["privileged"]`` (gold answers, solutions) to clients; only for
+    #: a trainer that needs it, on an address only it can reach.
+    send_privileged: bool = False
+    #: close a session whose env call (make, reset, step) takes longer than this
+    #: (seconds), with a CALL_TIMEOUT error frame; None or 0: no limit.
+    call_timeout_s: float | None = 60.0
+    #: refuse client messages longer than this (bytes, close code 1009); None:
+    #: `protocol.max_message_bytes` of the env's action space.
+    max_message_bytes: int | None = None
     #: WebSocket keep-alive pings; a peer silent for ping_timeout_s after one is dropped.
     ping_interval_s: float | None = 20.0
     ping_timeout_s: float | None = 20.0
@@ -180,15 +198,159 @@ class ServerConfig:
             raise ValueError(f"exit_after_sessions must be a whole number >= 1, got {after!r}")
         if self.idle_timeout_s is not None and self.idle_timeout_s < 0:
             raise ValueError(f"idle_timeout_s must be >= 0, got {self.idle_timeout_s!r}")
-        if self.offload not in ("auto", "always", "never"):
-            raise ValueError(f"offload must be 'auto', 'always' or 'never', got {self.offload!r}")
+        if self.call_timeout_s is not None and self.call_timeout_s < 0:
+            raise ValueError(f"call_timeout_s must be >= 0, got {self.call_timeout_s!r}")
+        limit = self.max_message_bytes
+        if limit is not None and (not isinstance(limit, int) or limit < 1024):
+            raise ValueError(f"max_message_bytes must be a whole number >= 1024, got {limit!r}")
+        if not isinstance(self.send_privileged, bool):
+            raise ValueError(f"send_privileged must be True or False, got {self.send_privileged!r}")
 
     @property
     def idle_timeout(self) -> float | None:
         return self.idle_timeout_s or None
 
+    @property
+    def call_timeout(self) -> float | None:
+        return self.call_timeout_s or None
+
 
 # ----------------------------------------------------------------- session
+class _EnvThreads:
+    """The threads that run env calls off the event loop: as few as keep every call moving.
+
+    Calls wait in one queue. When one has waited `SPAWN_AFTER_S` while every
+    thread is at least that long into a call (a sandbox run, a slow search, a
+    stuck env), a new thread starts, so a slow env never holds up another
+    session's calls for longer than that. A fast env (a step in microseconds)
+    stays on one thread: handing a call to a thread that is awake costs
+    little, waking a thread per session per call costs a lot (and threads only
+    take turns at the GIL). Threads idle for `IDLE_THREAD_S` end, but for one.
+    They are daemon threads, so a call that never returns cannot keep the
+    process alive once the server has stopped.
+
+    A call given up on (`abandon`) keeps its thread until it returns; then the
+    callback given to `when_returned`, if any, runs.
+    """
+
+    SPAWN_AFTER_S = 0.005
+    IDLE_THREAD_S = 60.0
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, most: int) -> None:
+        self._loop = loop
+        #: threads at most, not counting those held by abandoned calls
+        self._most = most
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = 0
+        self._given = 0
+        self._taken = 0
+        #: when each busy thread began its call (thread id -> time.monotonic())
+        self._busy_since: dict[int, float] = {}
+        self._check: asyncio.TimerHandle | None = None
+        #: calls given up on that still run, and what to do once each returns
+        self._abandoned: dict[asyncio.Future[Any], Callable[[], None] | None] = {}
+
+    @property
+    def abandoned(self) -> int:
+        """Calls given up on that have not returned yet."""
+        return len(self._abandoned)
+
+    def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> asyncio.Future[Any]:
+        """Run ``fn(*args, **kwargs)`` on a thread; its result, as a future of the loop."""
+        future = self._loop.create_future()
+        self._jobs.put((future, fn, args, kwargs))
+        self._given += 1
+        if self._threads == 0:
+            self._spawn()
+        if self._check is None:
+            self._check = self._loop.call_later(
+                self.SPAWN_AFTER_S, self._spawn_if_stalled, self._given
+            )
+        return future
+
+    def abandon(self, future: asyncio.Future[Any]) -> None:
+        """`future`'s call runs on, but nobody waits for it any more."""
+        self._abandoned[future] = None
+
+    def when_returned(self, future: asyncio.Future[Any], then: Callable[[], None]) -> bool:
+        """Call `then` once an abandoned call returns; False if it has returned already."""
+        if future not in self._abandoned:
+            return False
+        self._abandoned[future] = then
+        return True
+
+    def stop(self) -> None:
+        """End every thread once it is done with the calls already given."""
+        for _ in range(self._threads):
+            self._jobs.put(None)
+
+    # ------------------------------------------------------------ the loop's side
+    def _spawn_if_stalled(self, given: int) -> None:
+        """Start a thread if a call given `SPAWN_AFTER_S` ago waits behind slow calls only."""
+        self._check = None
+        if self._taken < given and self._threads - len(self._abandoned) < self._most:
+            started = list(self._busy_since.values())
+            all_busy = len(started) >= self._threads
+            if all_busy and time.monotonic() - max(started, default=0.0) >= self.SPAWN_AFTER_S:
+                self._spawn()
+        if self._taken < self._given:
+            self._check = self._loop.call_later(
+                self.SPAWN_AFTER_S, self._spawn_if_stalled, self._given
+            )
+
+    def _spawn(self) -> None:
+        with self._lock:
+            self._threads += 1
+        threading.Thread(target=self._work, name="envgym-env", daemon=True).start()
+
+    def _settle(
+        self, future: asyncio.Future[Any], result: Any, error: BaseException | None
+    ) -> None:
+        if future.done():  # given up on: past its deadline, or its session was cancelled
+            then = self._abandoned.pop(future, None)
+            if then is not None:
+                then()
+        elif error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)
+
+    # ---------------------------------------------------------- the threads' side
+    def _work(self) -> None:
+        me = threading.get_ident()
+        while True:
+            try:
+                job = self._jobs.get(timeout=self.IDLE_THREAD_S)
+            except queue.Empty:
+                with self._lock:
+                    if self._threads == 1:
+                        continue  # the last thread stays
+                    self._threads -= 1
+                    return
+            if job is None:
+                with self._lock:
+                    self._threads -= 1
+                return
+            with self._lock:
+                self._taken += 1
+            future, fn, args, kwargs = job
+            self._busy_since[me] = time.monotonic()
+            try:
+                result, error = fn(*args, **kwargs), None
+            except BaseException as exc:
+                result, error = None, exc
+            del self._busy_since[me]
+            try:
+                self._loop.call_soon_threadsafe(self._settle, future, result, error)
+            except RuntimeError:
+                pass  # the loop is closed: the server stopped and nobody waits
+
+
+class _CallTimedOut(Exception):
+    """An env call ran past the server's call deadline; the session must close."""
+
+
 class _Session:
     """One connection's env and episode bookkeeping."""
 
@@ -204,9 +366,13 @@ class _Session:
         self.episode_return = 0.0
         self.busy = True  # until the env exists
         self.closing = False
+        #: the env call in flight, what it is, and when it began
+        self.call: asyncio.Future[Any] | None = None
+        self.call_name = ""
+        self.call_started = 0.0
+        #: a call that ran past its deadline and may still be running
+        self.late_call: asyncio.Future[Any] | None = None
         self.last_active = time.monotonic()
-        self.offloaded: set[str] = set()
-        self.slow_calls: dict[str, int] = {}
 
 
 _RESET_KEYS = ("seed", "options", "episode_id")
@@ -227,14 +393,17 @@ class EnvServer:
         try:
             self.observation_space = probe.observation_space
             self.action_space = probe.action_space
-            self._state_outside_process = bool(getattr(probe.unwrapped, "fork_by_replay", False))
         finally:
             probe.close()
+        #: the longest client message read; a longer one closes its session (1009).
+        self.max_message_bytes = config.max_message_bytes or max_message_bytes(self.action_space)
         self.sessions: dict[str, _Session] = {}
         self.sessions_served = 0
         self.sessions_refused = 0
-        self._executor: ThreadPoolExecutor | None = None
         self._closers: set[asyncio.Task[None]] = set()
+        #: sessions with an env call in flight, for the deadline watch
+        self._calling: set[_Session] = set()
+        self._threads: _EnvThreads | None = None  # made with the loop, in lifespan
         #: called once `config.exit_after_sessions` sessions have ended (stops uvicorn)
         self.on_done: Callable[[], None] | None = None
         self.app = self._build_app()
@@ -245,17 +414,19 @@ class EnvServer:
 
         @contextlib.asynccontextmanager
         async def lifespan(_app: FastAPI):
-            self._executor = ThreadPoolExecutor(
-                max_workers=min(self.config.max_sessions, 64), thread_name_prefix="envgym-env"
-            )
-            reaper = asyncio.create_task(self._reap_idle_sessions())
+            self._threads = _EnvThreads(asyncio.get_running_loop(), self.config.max_sessions)
+            watches = [
+                asyncio.create_task(self._reap_idle_sessions()),
+                asyncio.create_task(self._expire_late_calls()),
+            ]
             try:
                 yield
             finally:
-                reaper.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await reaper
-                self._executor.shutdown(wait=False, cancel_futures=True)
+                for task in watches:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+                self._threads.stop()
 
         app = FastAPI(
             title=f"envgym server: {self.config.env_id}",
@@ -272,6 +443,8 @@ class EnvServer:
                 "max_sessions": self.config.max_sessions,
                 "sessions_served": self.sessions_served,
                 "sessions_refused": self.sessions_refused,
+                "calls_past_deadline": self.calls_past_deadline(),
+                "send_privileged": self.config.send_privileged,
             }
 
         @app.get("/schema")
@@ -305,7 +478,11 @@ class EnvServer:
                 "type": "object",
                 "properties": {
                     "text": {"type": "string", "maxLength": observation["max_length"]},
-                    "info": {"type": "object", "description": "the env's info dict"},
+                    "info": {
+                        "type": "object",
+                        "description": "the env's info dict"
+                        + ("" if self.config.send_privileged else ", without 'privileged'"),
+                    },
                 },
                 "required": ["text", "info"],
             },
@@ -329,7 +506,14 @@ class EnvServer:
             "envgym_version": envgym.__version__,
             "max_sessions": self.config.max_sessions,
             "idle_timeout_s": self.config.idle_timeout,
+            "call_timeout_s": self.config.call_timeout,
+            "max_message_bytes": self.max_message_bytes,
+            "send_privileged": self.config.send_privileged,
         }
+
+    def calls_past_deadline(self) -> int:
+        """Env calls that ran past the call deadline and still run in the background."""
+        return 0 if self._threads is None else self._threads.abandoned
 
     # ------------------------------------------------------------ sessions
     async def _serve_session(self, websocket: WebSocket) -> None:
@@ -346,9 +530,7 @@ class EnvServer:
         try:
             await websocket.accept()
             try:
-                session.env = await self._in_thread(
-                    _make_env, self.config.env_id, self.config.env_kwargs, checked=False
-                )
+                await self._run(session, "gym.make()", _open_env, session, self.config)
             except ServerStartError as exc:
                 await self._send(session, error_frame(ErrorCode.FACTORY_ERROR, str(exc)))
                 await websocket.close(CLOSE_SERVER_ERROR, "could not make the env")
@@ -371,6 +553,8 @@ class EnvServer:
                 if close:
                     await websocket.close(CLOSE_NORMAL, "session closed by the client")
                     break
+        except _CallTimedOut as exc:
+            await self._close_timed_out(session, str(exc))
         except (WebSocketDisconnect, OSError):
             pass  # the client went away; its env is closed below
         except RuntimeError as exc:
@@ -379,11 +563,7 @@ class EnvServer:
             logger.debug("session %s ended: %s", session.id, exc)
         finally:
             del self.sessions[session.id]
-            if session.env is not None:
-                try:
-                    await self._in_thread(session.env.close)
-                except Exception:  # a failing close must not take the server down
-                    logger.exception("closing the env of session %s failed", session.id)
+            await self._close_env(session)
             after = self.config.exit_after_sessions
             if after is not None and self.sessions_served >= after and not self.sessions:
                 if self.on_done is not None:
@@ -409,6 +589,29 @@ class EnvServer:
 
     async def _send(self, session: _Session, frame: dict[str, Any]) -> None:
         await session.websocket.send_text(encode_frame(frame))
+
+    async def _close_timed_out(self, session: _Session, message: str) -> None:
+        timeout = self.config.call_timeout or 0
+        with contextlib.suppress(Exception):  # the client may be gone already
+            await self._send(session, error_frame(ErrorCode.CALL_TIMEOUT, message))
+            await session.websocket.close(
+                CLOSE_CALL_TIMEOUT, f"env call past the --call-timeout of {timeout:g} s"
+            )
+
+    async def _close_env(self, session: _Session) -> None:
+        """Close the session's env on a thread, after any call of its still running."""
+        assert self._threads is not None
+        late = session.late_call
+        if late is not None and self._threads.when_returned(
+            late, functools.partial(self._threads.call, _close_env_quietly, session)
+        ):
+            return  # the env closes once the late call returns; nobody waits for it
+        try:
+            await self._run(session, "env.close()", _close_env_of, session)
+        except _CallTimedOut:
+            logger.warning("closing the env of session %s ran past the call deadline", session.id)
+        except Exception:  # a failing close must not take the server down
+            logger.exception("closing the env of session %s failed", session.id)
 
     async def _reap_idle_sessions(self) -> None:
         timeout = self.config.idle_timeout
@@ -441,7 +644,7 @@ class EnvServer:
         """The reply to one message, and whether to close the session after it."""
         try:
             message = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
             return _invalid_json(raw, exc), False
         if not isinstance(message, dict):
             return error_frame(
@@ -493,7 +696,11 @@ class EnvServer:
             )
         assert session.env is not None
         try:
-            obs, info = await self._call(session, "reset", seed=seed, options=options)
+            obs, info = await self._run(
+                session, "env.reset()", session.env.reset, seed=seed, options=options
+            )
+        except _CallTimedOut:
+            raise
         except Exception as exc:
             return _env_error("reset", exc)
         session.episode_id = episode_id or uuid.uuid4().hex
@@ -503,7 +710,7 @@ class EnvServer:
         session.episode_return = 0.0
         return observation_frame(
             obs,
-            info,
+            self._sent_info(info),
             reward=0.0,
             terminated=False,
             truncated=False,
@@ -528,8 +735,13 @@ class EnvServer:
                 turns = f"{session.turn} turn" + ("" if session.turn == 1 else "s")
                 text = f'the episode {how} after {turns}; send {{"type": "reset"}} to start another'
             return error_frame(ErrorCode.RESET_NEEDED, text)
+        assert session.env is not None
         try:
-            obs, reward, terminated, truncated, info = await self._call(session, "step", action)
+            obs, reward, terminated, truncated, info = await self._run(
+                session, "env.step()", session.env.step, action
+            )
+        except _CallTimedOut:
+            raise
         except gym.error.ResetNeeded as exc:
             session.running = False
             return error_frame(ErrorCode.RESET_NEEDED, str(exc))
@@ -541,7 +753,7 @@ class EnvServer:
         session.running = not (terminated or truncated)
         return observation_frame(
             obs,
-            info,
+            self._sent_info(info),
             reward=reward,
             terminated=terminated,
             truncated=truncated,
@@ -560,29 +772,79 @@ class EnvServer:
             "episode_return": session.episode_return,
         }
 
-    # ----------------------------------------------------------- env calls
-    async def _call(self, session: _Session, method: str, *args: Any, **kwargs: Any) -> Any:
-        fn = getattr(session.env, method)
-        offload = self.config.offload
-        if offload == "always" or (
-            offload == "auto" and (self._state_outside_process or method in session.offloaded)
-        ):
-            return await self._in_thread(fn, *args, **kwargs)
-        start = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            if offload == "auto":
-                if time.perf_counter() - start > SLOW_CALL_S:
-                    session.slow_calls[method] = slow = session.slow_calls.get(method, 0) + 1
-                    if slow >= SLOW_CALLS_TO_OFFLOAD:
-                        session.offloaded.add(method)
-                else:
-                    session.slow_calls[method] = 0
+    def _sent_info(self, info: Mapping[str, Any]) -> Mapping[str, Any]:
+        return info if self.config.send_privileged else public_info(info)
 
-    async def _in_thread(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+    # ----------------------------------------------------------- env calls
+    async def _run(
+        self, session: _Session, call: str, fn: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> Any:
+        """``fn(*args, **kwargs)`` on an env thread; `_CallTimedOut` (naming `call`)
+        once it runs past the call deadline (see `_expire_late_calls`). A session
+        makes one call at a time, so its calls run in order."""
+        assert self._threads is not None
+        session.call = self._threads.call(fn, *args, **kwargs)
+        session.call_name, session.call_started = call, time.monotonic()
+        self._calling.add(session)
+        try:
+            return await session.call
+        except asyncio.CancelledError:
+            if session.call.cancelled():  # still running: the env closes after it
+                session.late_call = session.call
+                self._threads.abandon(session.call)
+            raise
+        finally:
+            session.call = None
+            self._calling.discard(session)
+
+    async def _expire_late_calls(self) -> None:
+        """Fail each env call past the call deadline with `_CallTimedOut`.
+
+        One watch for all sessions rather than a timer per call: a step stays a
+        queue hand-off. A call fails within a quarter of the deadline (at most a
+        second) after it passes.
+        """
+        timeout = self.config.call_timeout
+        if timeout is None:
+            return
+        interval = min(max(timeout / 4, 0.02), 1.0)
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for session in list(self._calling):
+                call = session.call
+                if call is None or call.done() or now - session.call_started < timeout:
+                    continue
+                call.set_exception(_CallTimedOut(_timed_out_message(session.call_name, timeout)))
+                session.late_call = call
+                assert self._threads is not None
+                self._threads.abandon(call)
+
+
+def _open_env(session: _Session, config: ServerConfig) -> None:
+    """Make the session's env (on its thread, so a late close still finds it)."""
+    session.env = _make_env(config.env_id, config.env_kwargs, checked=False)
+
+
+def _close_env_of(session: _Session) -> None:
+    if session.env is not None:
+        session.env.close()
+
+
+def _close_env_quietly(session: _Session) -> None:
+    try:
+        _close_env_of(session)
+    except Exception:
+        logger.exception("closing the env of session %s failed", session.id)
+
+
+def _timed_out_message(call: str, timeout_s: float) -> str:
+    return (
+        f"{call} did not return within {timeout_s:g} s (the server's --call-timeout), so the "
+        "server closed this session: an env stopped mid-call cannot be trusted. Open a new "
+        "session (RemoteEnv: reset()) to go on; if the env is just slow, start the server "
+        "with a higher --call-timeout"
+    )
 
 
 def _make_env(env_id: str, env_kwargs: Mapping[str, Any], checked: bool = True) -> gym.Env:
@@ -604,7 +866,7 @@ def _make_env(env_id: str, env_kwargs: Mapping[str, Any], checked: bool = True) 
         raise ServerStartError(str(exc)) from None
 
 
-def _invalid_json(raw: str, exc: ValueError) -> dict[str, Any]:
+def _invalid_json(raw: str, exc: Exception) -> dict[str, Any]:
     shown = raw if len(raw) <= 80 else raw[:77] + "..."
     return error_frame(
         ErrorCode.INVALID_JSON,
@@ -625,9 +887,9 @@ def _env_error(method: str, exc: Exception) -> dict[str, Any]:
 def _bind(host: str, port: int, uds: str | os.PathLike[str] | None) -> socket.socket:
     """A listening socket; a stale socket file at `uds` is replaced, a live one is an error."""
     try:
-        # Like uvicorn: any local user who can reach the socket's directory may
-        # connect; the directory's permissions decide who can.
-        return listening_socket(host, port, uds, uds_mode=0o666)
+        # Owner-only: a session holds an env (and, with --send-privileged, its
+        # answers); another local user has no business connecting.
+        return listening_socket(host, port, uds, uds_mode=0o600)
     except ListenError as exc:
         raise ServerStartError(str(exc)) from None
 
@@ -657,7 +919,8 @@ def _uvicorn_server(server: EnvServer, log_level: str, on_ready: Callable[[], No
         ws_per_message_deflate=False,
         ws_ping_interval=server.config.ping_interval_s,
         ws_ping_timeout=server.config.ping_timeout_s,
-        ws_max_size=64 * 1024 * 1024,
+        # Refused (close 1009) as the frame header arrives, before it is buffered.
+        ws_max_size=server.max_message_bytes,
         timeout_graceful_shutdown=5,
         lifespan="on",
     )
@@ -675,7 +938,9 @@ def serve(
     uds: str | os.PathLike[str] | None = None,
     max_sessions: int = 256,
     idle_timeout_s: float | None = 3600.0,
-    offload: Offload = "auto",
+    send_privileged: bool = False,
+    call_timeout_s: float | None = 60.0,
+    max_message_bytes: int | None = None,
     ping_interval_s: float | None = 20.0,
     ping_timeout_s: float | None = 20.0,
     exit_after_sessions: int | None = None,
@@ -685,19 +950,23 @@ def serve(
     """Serve `env_id` until interrupted (SIGINT/SIGTERM when run in the main thread).
 
     Listens on `uds` when given, else on `host`:`port` (port 0 picks a free
-    one). `on_ready(address)` is called once sessions are accepted.
+    one). `on_ready(address)` is called once sessions are accepted. The other
+    arguments are `ServerConfig`'s fields.
     """
     config = ServerConfig(
         env_id=env_id,
         env_kwargs=dict(env_kwargs or {}),
         max_sessions=max_sessions,
         idle_timeout_s=idle_timeout_s,
-        offload=offload,
+        send_privileged=send_privileged,
+        call_timeout_s=call_timeout_s,
+        max_message_bytes=max_message_bytes,
         ping_interval_s=ping_interval_s,
         ping_timeout_s=ping_timeout_s,
         exit_after_sessions=exit_after_sessions,
     )
     server = EnvServer(config)
+    sys.setswitchinterval(float(os.environ.get("X_SWITCH", "0.005")))  # EXPERIMENT
     sock = _bind(host, port, uds)
     address = _address_of(sock)
     ready = None if on_ready is None else functools.partial(on_ready, address)
@@ -767,7 +1036,8 @@ def serve_in_background(
 ) -> Iterator[ServerAddress]:
     """Run a server in a thread of this process while the block runs; yields its address.
 
-    `options` are `ServerConfig` fields (max_sessions, idle_timeout_s, offload, ...).
+    `options` are `ServerConfig` fields (max_sessions, idle_timeout_s,
+    send_privileged, call_timeout_s, ...).
     """
     config = ServerConfig(env_id=env_id, env_kwargs=dict(env_kwargs or {}), **options)
     server = EnvServer(config)
@@ -813,9 +1083,15 @@ def serve_command(
     max_sessions: int | None = None,
     idle_timeout_s: float | None = None,
     exit_after_sessions: int | None = None,
+    send_privileged: bool = False,
+    call_timeout_s: float | None = None,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
-    """The arguments after ``envgym`` that serve `env_id` (for a subprocess or a container)."""
+    """The arguments after ``envgym`` that serve `env_id` (for a subprocess or a container).
+
+    None leaves a limit at ``envgym serve``'s default; `send_privileged` adds
+    ``--send-privileged``.
+    """
     args = ["serve", env_id]
     if uds is not None:
         args += ["--uds", os.fspath(uds)]
@@ -827,6 +1103,10 @@ def serve_command(
         args += ["--idle-timeout", f"{idle_timeout_s:g}"]
     if exit_after_sessions is not None:
         args += ["--exit-after", str(exit_after_sessions)]
+    if call_timeout_s is not None:
+        args += ["--call-timeout", f"{call_timeout_s:g}"]
+    if send_privileged:
+        args += ["--send-privileged"]
     if env_kwargs:
         args += ["--kwargs", json.dumps(to_jsonable(dict(env_kwargs)))]
     return args + list(extra_args)
@@ -897,7 +1177,8 @@ def serve_in_subprocess(
     """Run ``envgym serve`` (this interpreter, ``-m envgym``) while the block runs.
 
     `options` are `serve_command`'s (host, port, uds, max_sessions, idle_timeout_s,
-    extra_args); the port defaults to 0, a free one. Yields the `ServerProcess`.
+    send_privileged, call_timeout_s, extra_args); the port defaults to 0, a free
+    one. Yields the `ServerProcess`.
     """
     argv = [sys.executable, "-m", "envgym", *serve_command(env_id, env_kwargs, **options)]
     server = ServerProcess(argv, startup_timeout_s)
