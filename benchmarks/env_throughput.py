@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 
 import envgym
+from envgym.core import MAX_EPISODE_LENGTH
 
 
 def measure_steps(env: gym.Env, draws: list[float], seed: int = 0, repeats: int = 3) -> float:
@@ -104,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         # A game step also plays the opponents (a search, on hard): fewer steps.
         steps = args.steps // 20 if "game" in spec.tags else args.steps
         for level in spec.difficulties:
-            env = gym.make(spec.id, difficulty=level, max_turns=10**9)
+            # The longest episodes allowed: truncation resets stay out of the step timing.
+            env = gym.make(spec.id, difficulty=level, max_turns=MAX_EPISODE_LENGTH)
             draws = rng.random(steps).tolist()
             unwrapped = measure_steps(env.unwrapped, draws)
             wrapped = measure_steps(env, draws)

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
+import numbers
+import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -26,11 +29,16 @@ from envgym.text import CHARSET, coerce_action, quote_for_feedback
 __all__ = [
     "CHARSET",
     "INFO_KEYS",
+    "MAX_EPISODE_LENGTH",
+    "MAX_TASK_SEED",
     "MultiAgentTextEnv",
     "TextEnv",
     "Turn",
+    "check_int",
+    "check_number",
     "coerce_action",
     "quote_for_feedback",
+    "short_repr",
 ]
 
 #: The info keys with one meaning in every envgym env (see DESIGN.md).
@@ -51,6 +59,49 @@ INFO_KEYS = (
 
 OBSERVATION_MAX_LENGTH = 16_384
 ACTION_MAX_LENGTH = 8_192
+#: The largest seed a task id may carry (task ids name a level by its own seed).
+MAX_TASK_SEED = 2**63 - 1
+#: The most turns (single-agent envs) or moves (games) one episode may be given.
+MAX_EPISODE_LENGTH = 100_000
+
+
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxstring = _SHORT_REPR.maxother = 80
+
+
+def short_repr(value: Any, limit: int = 100) -> str:
+    """``repr(value)`` cut to at most `limit` characters, for error messages that
+    echo what a caller sent (a megabyte task id comes back as its first words)."""
+    text = _SHORT_REPR.repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_int(value: Any, name: str, low: int, high: int, meaning: str = "") -> int:
+    """`value` as an int when it is a whole number (not a bool) from `low` to
+    `high`; else a ValueError that names the allowed range.
+
+    Envs check their sizes, counts and task-id parts with it, so that nothing a
+    caller (or a remote client) sends can ask for unbounded work.
+    """
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not ok or not low <= value <= high:
+        what = f" ({meaning})" if meaning else ""
+        raise ValueError(
+            f"{name} must be an integer from {low} to {high}{what}, got {short_repr(value)}"
+        )
+    return int(value)
+
+
+def check_number(value: Any, name: str, low: float, high: float, meaning: str = "") -> float:
+    """`value` as a float when it is a finite number (not a bool) from `low` to
+    `high`; else a ValueError that names the allowed range."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or not low <= value <= high:
+        what = f" ({meaning})" if meaning else ""
+        raise ValueError(
+            f"{name} must be a number from {low:g} to {high:g}{what}, got {short_repr(value)}"
+        )
+    return float(value)
 
 
 def render_text(render_mode: str | None, text: Callable[[], str]) -> str | None:
@@ -112,6 +163,10 @@ class TextEnv(gym.Env[str, str]):
     process (a sandbox) set ``fork_by_replay = True`` instead: their snapshot is
     the reset seed and options plus the actions taken, and restore replays them.
 
+    ``max_turns`` is 1 to `MAX_EPISODE_LENGTH`; envs check their own sizes,
+    counts and task-id parts with `check_int` / `check_number`, so every value
+    a caller can pass is bounded and a bad one is a ValueError naming the range.
+
     Every env takes ``backend="local"`` (the default) or ``backend="docker"``:
     ``gym.make(id, backend="docker")`` serves the env in a container of the
     runtime image and returns a `envgym.remote.RemoteEnv` on its Unix socket.
@@ -162,8 +217,10 @@ class TextEnv(gym.Env[str, str]):
             )
         self.render_mode = render_mode
         self.difficulty = self._check_difficulty(difficulty)
-        if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
-            raise ValueError(f"max_turns must be a positive integer, got {max_turns!r}")
+        if max_turns is not None:
+            max_turns = check_int(
+                max_turns, "max_turns", 1, MAX_EPISODE_LENGTH, "turns per episode"
+            )
         self._max_turns_arg = max_turns
         self.max_turns = max_turns or self.default_max_turns
         self.observation_space = spaces.Text(max_length=OBSERVATION_MAX_LENGTH, charset=CHARSET)
@@ -204,7 +261,7 @@ class TextEnv(gym.Env[str, str]):
         unknown = sorted(set(options) - set(self.reset_options))
         if unknown:
             raise ValueError(
-                f"unknown reset option(s) {unknown}; {type(self).__name__} takes "
+                f"unknown reset option(s) {short_repr(unknown)}; {type(self).__name__} takes "
                 f"{', '.join(repr(k) for k in self.reset_options)}"
             )
         if "difficulty" in options:
@@ -315,7 +372,7 @@ class TextEnv(gym.Env[str, str]):
     def _check_difficulty(self, difficulty: Any) -> str:
         if difficulty not in self.difficulties:
             raise ValueError(
-                f"unknown difficulty {difficulty!r} for {type(self).__name__}; "
+                f"unknown difficulty {short_repr(difficulty)} for {type(self).__name__}; "
                 f"choose one of {list(self.difficulties)}"
             )
         return difficulty
@@ -329,6 +386,8 @@ class MultiAgentTextEnv(AECEnv):
     information stays private), and replies with free text that is parsed like
     any envgym action (``<answer>...</answer>`` or ``\\boxed{}``, ``<think>``
     ignored).
+
+    ``illegal_retries`` is 0 to 100 and ``max_moves`` 1 to `MAX_EPISODE_LENGTH`.
 
     Illegal moves are the env's business, never an exception: the first
     illegal or unparsable reply in a turn gets a warning in that player's next
@@ -393,8 +452,11 @@ class MultiAgentTextEnv(AECEnv):
                 f"render_mode={render_mode!r} is not supported; use one of "
                 f"{self.metadata['render_modes']} or None"
             )
-        if not isinstance(illegal_retries, int) or illegal_retries < 0:
-            raise ValueError(f"illegal_retries must be an integer >= 0, got {illegal_retries!r}")
+        illegal_retries = check_int(
+            illegal_retries, "illegal_retries", 0, 100, "invalid replies forgiven per turn"
+        )
+        if max_moves is not None:
+            max_moves = check_int(max_moves, "max_moves", 1, MAX_EPISODE_LENGTH, "moves per game")
         self.num_players = num_players
         self.illegal_retries = illegal_retries
         self.max_moves = max_moves or self.default_max_moves

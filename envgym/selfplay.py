@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from envgym.core import MultiAgentTextEnv, TextEnv, Turn
+from envgym.core import MAX_TASK_SEED, MultiAgentTextEnv, TextEnv, Turn, check_int, short_repr
 
 __all__ = [
     "OPPONENTS",
@@ -45,7 +45,9 @@ class VersusEnv(TextEnv):
     known) policy. ``opponent`` overrides it with ``"random"``, ``"mixed"``,
     ``"optimal"`` or a callable ``(observation, info) -> reply`` that sees the
     opponent's own observation. ``seat`` fixes the agent's seat (0 moves first);
-    by default the seed picks it.
+    by default the seed picks it. ``reset(options={"task_id": "seat1-12345"})``
+    replays a game, opponent moves included: the seat (0 to players - 1) and
+    the game's seed (below 2**63); any other id is a ValueError.
 
     The reward of a step is what the game paid the agent from its move up to
     its next turn; ``reward_components`` has one key: ``result`` when the game
@@ -80,8 +82,8 @@ class VersusEnv(TextEnv):
                 f"(observation, info) -> reply, got {opponent!r}"
             )
         players = self._game.num_players
-        if seat is not None and (not isinstance(seat, int) or not 0 <= seat < players):
-            raise ValueError(f"seat must be an integer from 0 to {players - 1}, got {seat!r}")
+        if seat is not None:
+            seat = check_int(seat, "seat", 0, players - 1, "0 moves first")
         self._opponent_arg = opponent
         self._seat_arg = seat
         self._seat = 0
@@ -166,17 +168,26 @@ class VersusEnv(TextEnv):
         return self._game._render_text()
 
 
-_TASK_ID = re.compile(r"^seat(\d+)-(\d+)$")
+_TASK_ID = re.compile(r"^seat(\d{1,2})-(\d{1,20})$")
 
 
 def _parse_task_id(task_id: Any, players: int) -> tuple[int, int]:
-    match = _TASK_ID.match(str(task_id))
-    if match is None or int(match.group(1)) >= players:
+    match = _TASK_ID.match(task_id) if isinstance(task_id, str) else None
+    if match is None:
         raise ValueError(
-            f"task_id {task_id!r} is not a task id of this game; use one from "
-            "info['task_id'], e.g. 'seat1-12345'"
+            f"task_id {short_repr(task_id)} is not a task id of this game; use one from "
+            "info['task_id'], e.g. 'seat1-12345' (seatSEAT-SEED)"
         )
-    return int(match.group(1)), int(match.group(2))
+    seat, seed = int(match.group(1)), int(match.group(2))
+    try:
+        check_int(seat, "its seat", 0, players - 1)
+        check_int(seed, "its seed", 0, MAX_TASK_SEED)
+    except ValueError as exc:
+        raise ValueError(
+            f"task_id {short_repr(task_id)} is not a task id of this game: {exc}; use one "
+            "from info['task_id']"
+        ) from None
+    return seat, seed
 
 
 # ------------------------------------------------------------------ self-play

@@ -83,10 +83,26 @@ def test_restore_rejects_foreign_objects():
 
 
 def test_bad_constructor_arguments_say_what_to_do():
-    with pytest.raises(ValueError, match="max_turns must be a positive integer"):
+    with pytest.raises(ValueError, match="max_turns must be an integer from 1 to 100000"):
         CounterEnv(max_turns=0)
     with pytest.raises(ValueError, match="render_mode"):
         CounterEnv(render_mode="rgb_array")
+
+
+@pytest.mark.parametrize("max_turns", [10**12, 2.5, True, "30"])
+def test_max_turns_is_a_bounded_whole_number(max_turns):
+    with pytest.raises(ValueError, match=r"max_turns must be an integer from 1 to 100000 \(turns"):
+        CounterEnv(max_turns=max_turns)
+
+
+def test_hostile_reset_options_are_refused_without_echoing_them_whole():
+    env = CounterEnv()
+    with pytest.raises(ValueError, match="unknown reset option") as error:
+        env.reset(options={f"option{i}": i for i in range(100_000)})
+    assert len(str(error.value)) < 300
+    with pytest.raises(ValueError, match="unknown difficulty") as error:
+        env.reset(options={"difficulty": "x" * 1_000_000})
+    assert len(str(error.value)) < 300
 
 
 @pytest.mark.parametrize(

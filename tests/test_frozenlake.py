@@ -143,6 +143,24 @@ def test_bad_task_id_says_what_is_wrong(task_id, message):
         FrozenLakeEnv().reset(options={"task_id": task_id})
 
 
+def test_hostile_task_ids_and_kwargs_are_refused_before_any_work():
+    env = FrozenLakeEnv()
+    # Three million characters: refused by length, never split into a million rows.
+    with pytest.raises(ValueError, match="task_id is 3000000 characters long; a map is at most 16"):
+        env.reset(options={"task_id": "SF/" * 1_000_000})
+    with pytest.raises(ValueError, match="must be a string") as error:
+        env.reset(options={"task_id": ["SFFG"] * 100_000})
+    assert len(str(error.value)) < 400  # the list is not echoed back whole
+    with pytest.raises(ValueError, match="max_actions_per_turn must be an integer from 1 to 50"):
+        FrozenLakeEnv(max_actions_per_turn=10**9)
+    with pytest.raises(ValueError, match="max_turns must be an integer from 1 to 100000"):
+        gym.make(ENV_ID, max_turns=10**12)
+    # The largest, densest lake still draws a solvable map at once.
+    env = FrozenLakeEnv(size=16, hole_fraction=0.5)
+    for seed in range(20):
+        assert reachable(env.reset(seed=seed)[1]["task_id"].split("/"))
+
+
 def test_difficulty_option_switches_level_at_reset():
     env = FrozenLakeEnv()
     obs, info = env.reset(seed=0, options={"difficulty": "hard"})
@@ -166,10 +184,10 @@ def test_difficulty_option_switches_level_at_reset():
         ({"hole_fraction": 0.7}, "from 0.0 to 0.5"),
         ({"hole_fraction": -0.1}, "from 0.0 to 0.5"),
         ({"hole_fraction": True}, "from 0.0 to 0.5"),
-        ({"max_actions_per_turn": 0}, "positive integer"),
+        ({"max_actions_per_turn": 0}, "from 1 to 50"),
         ({"slippery": "yes"}, "True or False"),
         ({"difficulty": "extreme"}, "choose one of"),
-        ({"max_turns": 0}, "positive integer"),
+        ({"max_turns": 0}, "from 1 to 100000"),
     ],
 )
 def test_bad_kwargs_raise_value_error_naming_what_is_allowed(kwargs, message):

@@ -13,10 +13,12 @@ import importlib
 import pkgutil
 import warnings
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
 
+import envgym
 import envgym.envs.games as games_pkg
 from envgym.core import MultiAgentTextEnv
 
@@ -198,3 +200,53 @@ def test_every_players_info_is_current_after_every_move(name, players):
                 assert env.infos[agent]["turn"] == env.moves
             legal = env.legal_actions()
             env.step(f"<answer>{legal[int(rng.integers(len(legal)))]}</answer>")
+
+
+# --------------------------------------------------------- hostile arguments
+GAME_IDS = sorted(s.id for s in envgym.list_envs() if "game" in s.tags)
+
+
+@pytest.mark.parametrize("name", GAME_MODULES)
+def test_hostile_move_caps_and_retries_are_refused(name):
+    module = importlib.import_module(f"envgym.envs.games.{name}")
+    with pytest.raises(ValueError, match="max_moves must be an integer from 1 to 100000"):
+        module.env(max_moves=10**9)
+    with pytest.raises(ValueError, match="illegal_retries must be an integer from 0 to 100"):
+        module.env(illegal_retries=10**9)
+
+
+@pytest.mark.parametrize(
+    "name,kwargs,message",
+    [
+        ("connect_four_v0", {"search_depth": 40}, "search_depth must be an integer from 1 to 8"),
+        ("kuhn_poker_v0", {"rounds": 10**9}, "rounds must be an integer from 1 to 1000"),
+        ("simple_negotiation_v0", {"resources": ["Wood" * 10**5, "Stone"]}, "at most 20 each"),
+    ],
+)
+def test_hostile_game_kwargs_are_refused(name, kwargs, message):
+    module = importlib.import_module(f"envgym.envs.games.{name}")
+    with pytest.raises(ValueError, match=message) as error:
+        module.env(**kwargs)
+    assert len(str(error.value)) < 400  # nothing huge is echoed back
+
+
+def test_kuhn_poker_takes_at_most_one_fixed_deal_per_hand():
+    game = importlib.import_module("envgym.envs.games.kuhn_poker_v0").env(rounds=2)
+    with pytest.raises(ValueError, match="holds 100000 deals but the match has 2 hand"):
+        game.reset(seed=0, options={"cards": ["KJ"] * 100_000})
+
+
+@pytest.mark.parametrize("env_id", GAME_IDS)
+def test_hostile_task_ids_of_the_single_agent_games_are_refused(env_id):
+    env = gym.make(env_id)
+    for task_id, message in [
+        ("seat0-" + "9" * 20, "seed must be an integer from 0 to 9223372036854775807"),
+        ("seat0-" + "9" * 5000, "not a task id of this game"),
+        ("seat7-1", "seat must be an integer from 0 to"),
+        ("seat" + "1" * 5000 + "-1", "not a task id of this game"),
+    ]:
+        with pytest.raises(ValueError, match=message) as error:
+            env.reset(options={"task_id": task_id})
+        assert len(str(error.value)) < 400  # a huge id is not echoed back whole
+    with pytest.raises(ValueError, match="max_turns must be an integer from 1 to 100000"):
+        gym.make(env_id, max_turns=10**12)

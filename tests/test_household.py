@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-import time
 import warnings
 from collections import Counter
 
@@ -14,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 
 import envgym  # noqa: F401  (registers the ids)
 from envgym.core import CHARSET
-from envgym.envs.household import TASK_TYPES, HouseholdEnv
+from envgym.envs.household import TASK_TYPES
 from envgym.envs.household.oracle import HouseholdOracle, parse_goal
 
 ENV_ID = "envgym/Household-v0"
@@ -373,12 +372,9 @@ def test_oracle_solves_every_task_of_every_type_and_level():
             counts[task_type] += 1
             solved[task_type] += info["success"]
             turns.append(info["turn"])
-    total = sum(counts.values())
-    print(f"\noracle: {sum(solved.values())}/{total} solved, at most {max(turns)} turns")
-    for task_type in TASK_TYPES:
-        print(f"  {task_type:24s} {solved[task_type]}/{counts[task_type]}")
-    assert total >= 500 and set(counts) == set(TASK_TYPES)
-    assert solved == counts
+    assert sum(counts.values()) >= 500 and set(counts) == set(TASK_TYPES)
+    assert solved == counts  # every task of every type, each within its 50 turns
+    assert max(turns) <= 50
 
 
 def test_oracle_never_reads_privileged_info():
@@ -393,27 +389,54 @@ def test_oracle_never_reads_privileged_info():
     assert terminated
 
 
-def test_random_agent_success_is_reported():
+@pytest.mark.parametrize("difficulty,most_wins", [("easy", 10), ("medium", 5), ("hard", 5)])
+def test_random_agent_gets_only_the_sparse_reward_and_rarely_wins(difficulty, most_wins):
     from envgym.agents import RandomAgent
 
-    for difficulty in ("easy", "medium", "hard"):
-        env = gym.make(ENV_ID, difficulty=difficulty)
-        agent = RandomAgent(seed=0)
-        wins = sum(_run_episode(env, agent, seed)["success"] for seed in range(100))
-        print(f"\nrandom agent, {difficulty}: {wins}/100 solved within 50 turns")
-
-
-def test_steps_per_second_with_admissible_actions_is_reported():
-    for difficulty in ("easy", "hard"):
-        env = gym.make(ENV_ID, difficulty=difficulty)
-        rng = np.random.default_rng(0)
-        obs, info = env.reset(seed=0)
-        start = time.perf_counter()
-        for i in range(20_000):
-            acts = info["admissible_actions"]
-            obs, _, terminated, truncated, info = env.step(acts[int(rng.integers(len(acts)))])
+    # Admissible commands are always valid; the reward is 1.0 on the turn the goal
+    # is reached and 0.0 on every other turn (no shaping by default).
+    env = gym.make(ENV_ID, difficulty=difficulty)
+    agent = RandomAgent(seed=0)
+    wins = 0
+    for seed in range(100):
+        obs, info = env.reset(seed=seed)
+        while True:
+            obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+            assert info["action_valid"]
+            assert info["reward_components"] == {"success": 1.0 if terminated else 0.0}
+            assert reward == (1.0 if terminated else 0.0)
             if terminated or truncated:
-                obs, info = env.reset(seed=i)
-        rate = 20_000 / (time.perf_counter() - start)
-        print(f"\n{difficulty}: {rate:,.0f} steps/s (gym.make, random admissible actions, resets)")
-        assert isinstance(env.unwrapped, HouseholdEnv)
+                break
+        assert info["success"] is terminated
+        wins += terminated
+    # The oracle solves every task; random play finishes few within 50 turns.
+    assert wins <= most_wins
+    if difficulty == "easy":
+        assert wins > 0  # but the goal is reachable by chance
+
+
+@pytest.mark.parametrize(
+    ("task_id", "message"),
+    [
+        ("pick_and_place-r999-d5-1", "receptacle count must be an integer from 6 to 60"),
+        ("pick_and_place-r20-d999-1", "distractor count must be an integer from 0 to 80"),
+        ("pick_and_place-r20-d5-" + "9" * 20, "seed must be an integer from 0 to 92233"),
+        ("pick_and_place-r" + "9" * 5000 + "-d1-1", "not a Household task id"),
+        (["pick_and_place-r20-d5-1"] * 100_000, "not a Household task id"),
+    ],
+)
+def test_hostile_task_ids_are_refused_up_front(task_id, message):
+    env = gym.make(ENV_ID)
+    with pytest.raises(ValueError, match=message) as error:
+        env.reset(options={"task_id": task_id})
+    assert "info['task_id']" in str(error.value)
+    assert len(str(error.value)) < 500  # a huge id is not echoed back whole
+
+
+def test_hostile_kwargs_are_refused_at_construction():
+    with pytest.raises(ValueError, match="num_receptacles must be an integer from 6 to 60"):
+        gym.make(ENV_ID, num_receptacles=10**9)
+    with pytest.raises(ValueError, match="num_distractors must be an integer from 0 to 80"):
+        gym.make(ENV_ID, num_distractors=True)
+    with pytest.raises(ValueError, match="max_turns must be an integer from 1 to 100000"):
+        gym.make(ENV_ID, max_turns=10**12)

@@ -231,6 +231,32 @@ def test_bad_arguments_are_clear_errors(cache):
         gym.make(ENV_ID, questions="questions.jsonl")
 
 
+def test_hostile_arguments_and_task_ids_are_refused_before_any_work(cache):
+    # Each would otherwise build a world of a billion documents, pay NaN or
+    # infinite rewards, or echo a megabyte back in the error.
+    for kwargs, message in [
+        ({"num_docs": 10**9}, "num_docs must be an integer from 200 to 2000000"),
+        ({"format_penalty": float("nan")}, "format_penalty must be a number from 0 to 10"),
+        ({"f1_weight": float("inf")}, "f1_weight must be a number from 0 to 10"),
+        ({"world_seed": 2**70}, "world_seed must be an integer from 0 to"),
+        ({"top_k": 10**6}, "top_k must be an integer from 1 to 20"),
+        ({"max_turns": 10**12}, "max_turns must be an integer from 1 to 100000"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            make(cache, **kwargs)
+    env = make(cache)
+    for task_id, message in [
+        ("bridge-h3-" + "9" * 20, "not a Search task id"),
+        ("bridge-h9-1", "not a Search task id"),
+        ("comparison-h3-1", "comparison question has 2 or 4 hops"),
+        ("x" * 1_000_000, "not a Search task id"),
+        (["bridge-h3-1"] * 100_000, "not a Search task id"),
+    ]:
+        with pytest.raises(ValueError, match=message) as error:
+            env.reset(options={"task_id": task_id})
+        assert len(str(error.value)) < 400  # a huge id is not echoed back whole
+
+
 # ---------------------------------------------------------------- real data
 CORPUS = [
     {"id": "0", "contents": '"Ada Lovelace"\nAda Lovelace was an English mathematician.'},
@@ -398,8 +424,12 @@ def test_bm25_recall_at_10_of_supporting_documents(medium_envs):
 
 def test_make_agent_builds_the_oracle_and_the_no_search_baseline(cache):
     env = make(cache)
-    assert isinstance(make_agent("oracle", env), SearchOracle)
-    assert isinstance(make_agent("nosearch", env), NoSearchAgent)
+    oracle, baseline = make_agent("oracle", env), make_agent("nosearch", env)
+    assert isinstance(oracle, SearchOracle) and isinstance(baseline, NoSearchAgent)
+    # What a user sees: the oracle searches and answers, the baseline never searches.
+    info = play(env, oracle, 0)
+    assert info["success"] and info["cost"]["retrievals"] >= 1
+    assert play(env, baseline, 0)["cost"]["retrievals"] == 0
     with pytest.raises(ValueError, match="Search-v0"):
         make_agent("nosearch", gym.make("envgym/FrozenLake-v0"))
 

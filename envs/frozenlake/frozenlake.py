@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from envgym.core import TextEnv, Turn
+from envgym.core import TextEnv, Turn, check_int, short_repr
 from envgym.parsing import GRID_MOVES, parse_answer, split_moves
 
 __all__ = [
@@ -43,6 +43,10 @@ FORMAT_PENALTY = -0.1
 
 MIN_SIZE, MAX_SIZE = 2, 16
 MAX_HOLE_FRACTION = 0.5
+MAX_ACTIONS_PER_TURN = 50
+#: Maps drawn per reset before giving up. At 16x16 with half the tiles holes about
+#: 1 in 40 draws is solvable, so this only bounds the loop (to well under a second).
+MAX_MAP_DRAWS = 10_000
 _TILES = frozenset("SFHG")
 _MOVE_INDEX = {name: i for i, name in enumerate(ACTIONS)}
 
@@ -242,8 +246,8 @@ class FrozenLakeEnv(TextEnv):
     - `hole_fraction`: share of the tiles other than `S` and `G` that are
       holes, 0.0 to 0.5; overrides the level's share.
     - `slippery`: slippery ice (see Description).
-    - `max_actions_per_turn`: most moves one reply may hold (at least 1).
-    - `max_turns`: turn limit; by default 10 / 20 / 30 turns on firm ice and
+    - `max_actions_per_turn`: most moves one reply may hold, 1 to 50.
+    - `max_turns`: turn limit (1 to 100,000); by default 10 / 20 / 30 turns on firm ice and
       50 / 80 / 120 on slippery ice for easy / medium / hard.
     - `render_mode`: `"ansi"` (`render()` returns the map text) or `"human"`
       (prints it).
@@ -259,7 +263,9 @@ class FrozenLakeEnv(TextEnv):
     ## Version History
 
     - v0: first version: generated solvable maps, three levels, optional
-      slippery ice, several moves per turn.
+      slippery ice, several moves per turn. Since then `max_actions_per_turn`
+      is at most 50 and a `task_id` longer than a 16x16 map is refused before
+      it is read; anything out of range is a ValueError naming what is allowed.
     """
 
     system_prompt: ClassVar[str] = (
@@ -292,13 +298,8 @@ class FrozenLakeEnv(TextEnv):
         render_mode: str | None = None,
     ) -> None:
         super().__init__(difficulty=difficulty, max_turns=max_turns, render_mode=render_mode)
-        if size is not None and (
-            isinstance(size, bool) or not isinstance(size, int) or not MIN_SIZE <= size <= MAX_SIZE
-        ):
-            raise ValueError(
-                f"size must be an integer from {MIN_SIZE} to {MAX_SIZE} (the map's side length), "
-                f"got {size!r}"
-            )
+        if size is not None:
+            size = check_int(size, "size", MIN_SIZE, MAX_SIZE, "the map's side length")
         if hole_fraction is not None and (
             isinstance(hole_fraction, bool)
             or not isinstance(hole_fraction, int | float)
@@ -310,19 +311,16 @@ class FrozenLakeEnv(TextEnv):
             )
         if not isinstance(slippery, bool):
             raise ValueError(f"slippery must be True or False, got {slippery!r}")
-        if (
-            isinstance(max_actions_per_turn, bool)
-            or not isinstance(max_actions_per_turn, int)
-            or max_actions_per_turn < 1
-        ):
-            raise ValueError(
-                "max_actions_per_turn must be a positive integer (moves allowed in one reply), "
-                f"got {max_actions_per_turn!r}"
-            )
+        self.max_actions_per_turn = check_int(
+            max_actions_per_turn,
+            "max_actions_per_turn",
+            1,
+            MAX_ACTIONS_PER_TURN,
+            "moves allowed in one reply",
+        )
         self._size_arg = size
         self._hole_fraction_arg = None if hole_fraction is None else float(hole_fraction)
         self.slippery = slippery
-        self.max_actions_per_turn = max_actions_per_turn
         self._apply_difficulty(self.difficulty)
         self._lake: _Lake | None = None
         self._pos = 0
@@ -455,7 +453,7 @@ class FrozenLakeEnv(TextEnv):
         n = self.size
         cells = n * n
         n_holes = round(self.hole_fraction * (cells - 2))
-        while True:
+        for _ in range(MAX_MAP_DRAWS):
             # One shuffle places everything: the start first, the goal at the first
             # cell far enough from it, holes on the first n_holes of the rest.
             order = self.np_random.permutation(cells).tolist()
@@ -472,6 +470,10 @@ class FrozenLakeEnv(TextEnv):
             if search[0][start] != -1:
                 flat = "".join(tiles)
                 return _Lake([flat[r * n : (r + 1) * n] for r in range(n)], search)
+        raise RuntimeError(
+            f"drew {MAX_MAP_DRAWS} {n}x{n} maps with {n_holes} holes and none had a path from "
+            "S to G; use a lower hole_fraction"
+        )
 
     @staticmethod
     def _parse_task_id(task_id: Any) -> _Lake:
@@ -481,7 +483,12 @@ class FrozenLakeEnv(TextEnv):
             "'SFFF/FHFH/FFFH/HFFG'"
         )
         if not isinstance(task_id, str):
-            raise ValueError(f"task_id must be a string; {shape}; got {task_id!r}")
+            raise ValueError(f"task_id must be a string; {shape}; got {short_repr(task_id)}")
+        if len(task_id) > MAX_SIZE * (MAX_SIZE + 1) - 1:  # checked before splitting it
+            raise ValueError(
+                f"task_id is {len(task_id)} characters long; a map is at most {MAX_SIZE} by "
+                f"{MAX_SIZE} tiles ({MAX_SIZE * (MAX_SIZE + 1) - 1} characters with the '/')"
+            )
         rows = task_id.split("/")
         if not all(rows) or len({len(row) for row in rows}) != 1:
             raise ValueError(f"task_id rows must be non-empty and of equal length; {shape}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, ClassVar
 
+from envgym.core import check_int
 from envgym.envs.games.board import MARKS, MarkGame
 from envgym.selfplay import VersusEnv
 
@@ -28,6 +29,8 @@ _CENTRE_WEIGHT = 3
 # Heuristic worth of a line of four holding n stones of one side and none of the other.
 _LINE_WEIGHT = (0, 0, 2, 8, 0)
 _WIN = 1_000_000
+#: Deepest built-in search: each extra ply multiplies the time of a move (0.3 s at 8).
+MAX_SEARCH_DEPTH = 8
 _INF = 10 * _WIN
 
 
@@ -186,9 +189,10 @@ class ConnectFour(MarkGame):
     Four in a row, a full board (42 stones: a draw), or a forfeit.
 
     ## Arguments
-    ``search_depth`` (default 4): plies of the built-in alpha-beta search that
-    plays `optimal_action` (it takes an immediate win, blocks an immediate
-    loss, and scores leaves by open twos and threes and centre stones).
+    ``search_depth`` (1 to 8, default 4; a move at 8 plies takes up to about
+    0.3 s): plies of the built-in alpha-beta search that plays
+    `optimal_action` (it takes an immediate win, blocks an immediate loss, and
+    scores leaves by open twos and threes and centre stones).
     ``illegal_retries`` (default 1): invalid replies forgiven per turn.
     Single-agent ``envgym/ConnectFour-v0``: ``difficulty`` easy/medium/hard is
     the opponent (random / the search half of the time / the search),
@@ -197,7 +201,8 @@ class ConnectFour(MarkGame):
     moves with a retry each.
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version. Since then ``search_depth`` is at most 8, so no
+      built-in move can take seconds.
     """
 
     move_prompt: ClassVar[str] = "a column number"
@@ -218,8 +223,13 @@ class ConnectFour(MarkGame):
     )
 
     def __init__(self, *, search_depth: int = 4, **kwargs: Any) -> None:
-        if not isinstance(search_depth, int) or isinstance(search_depth, bool) or search_depth < 1:
-            raise ValueError(f"search_depth must be a positive integer, got {search_depth!r}")
+        search_depth = check_int(
+            search_depth,
+            "search_depth",
+            1,
+            MAX_SEARCH_DEPTH,
+            "plies the built-in player looks ahead",
+        )
         super().__init__(**kwargs)
         self.search_depth = search_depth
         self.stones = [0, 0]

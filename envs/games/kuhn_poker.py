@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from envgym.core import MultiAgentTextEnv
+from envgym.core import MultiAgentTextEnv, check_int, short_repr
 from envgym.selfplay import VersusEnv
 
 __all__ = ["KuhnPoker", "KuhnPokerEnv", "nash_strategy"]
@@ -14,6 +14,8 @@ CARDS = ("J", "Q", "K")  # index = rank
 CARD_NAMES = ("Jack", "Queen", "King")
 #: Player 0's expected payoff when both players follow a Nash equilibrium.
 GAME_VALUE = -1.0 / 18.0
+#: Most hands one episode may hold.
+MAX_ROUNDS = 1_000
 
 
 def nash_strategy(player: int, card: int, history: Sequence[str], alpha: float) -> dict[str, float]:
@@ -95,8 +97,9 @@ class KuhnPoker(MultiAgentTextEnv):
     ## Starting State
     A random deal of two of the three cards, player 0 to act, 1 chip from each
     player in the pot. ``reset(options={"cards": "KJ"})`` deals player 0 the
-    King and player 1 the Jack; a list (``["KJ", "QK"]``) fixes the first
-    hands of a match (AEC game only; for tests and analysis).
+    King and player 1 the Jack; a list (``["KJ", "QK"]``, at most one deal
+    per hand) fixes the first hands of a match (AEC game only; for tests and
+    analysis).
 
     ## Rewards
     Zero-sum: each player's net chips over the episode (+-1 or +-2 per hand),
@@ -109,13 +112,13 @@ class KuhnPoker(MultiAgentTextEnv):
     actions), or at a forfeit.
 
     ## Arguments
-    ``rounds`` (default 1): hands per episode. ``nash_alpha`` (default 1/3,
-    any value in [0, 1/3]): player 0's bluffing frequency in the equilibrium
-    played by `optimal_action` (see `nash_strategy`); every choice is an
-    equilibrium worth -1/18 chip per hand to player 0. With 1/3, player 0
-    always bets a King, bluffs a Jack 1/3 of the time and calls a bet with a
-    Queen 2/3 of the time. ``illegal_retries`` (default 1): invalid replies
-    forgiven per turn.
+    ``rounds`` (1 to 1,000, default 1): hands per episode. ``nash_alpha``
+    (default 1/3, any value in [0, 1/3]): player 0's bluffing frequency in the
+    equilibrium played by `optimal_action` (see `nash_strategy`); every
+    choice is an equilibrium worth -1/18 chip per hand to player 0. With 1/3,
+    player 0 always bets a King, bluffs a Jack 1/3 of the time and calls a bet
+    with a Queen 2/3 of the time. ``illegal_retries`` (default 1): invalid
+    replies forgiven per turn.
 
     Single-agent ``envgym/KuhnPoker-v0``: ``difficulty`` easy/medium/hard is
     the opponent (uniformly random actions / the equilibrium half of the time
@@ -126,7 +129,8 @@ class KuhnPoker(MultiAgentTextEnv):
     each.
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version. Since then ``rounds`` is at most 1,000 and
+      ``options["cards"]`` at most one deal per hand.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -154,10 +158,7 @@ class KuhnPoker(MultiAgentTextEnv):
     )
 
     def __init__(self, *, rounds: int = 1, nash_alpha: float = 1.0 / 3.0, **kwargs: Any) -> None:
-        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-            raise ValueError(
-                f"rounds must be a positive integer (hands per episode), got {rounds!r}"
-            )
+        rounds = check_int(rounds, "rounds", 1, MAX_ROUNDS, "hands per episode")
         if isinstance(nash_alpha, bool) or not isinstance(nash_alpha, int | float):
             raise ValueError(f"nash_alpha must be a number in [0, 1/3], got {nash_alpha!r}")
         if not 0.0 <= nash_alpha <= 1.0 / 3.0 + 1e-12:
@@ -176,7 +177,9 @@ class KuhnPoker(MultiAgentTextEnv):
         self._fixed_deals: list[list[int]] = []
 
     def _new_game(self, options: dict[str, Any]) -> None:
-        self._fixed_deals = _parse_deals(options["cards"]) if "cards" in options else []
+        self._fixed_deals = (
+            _parse_deals(options["cards"], self.rounds) if "cards" in options else []
+        )
         self.hand = 1
         self.net = 0
         self.previous = ""
@@ -313,16 +316,22 @@ _DEALS = tuple((a, b) for a in range(3) for b in range(3) if a != b)
 _PAST = {"check": "checks", "bet": "bets", "call": "calls", "fold": "folds"}
 
 
-def _parse_deals(cards: Any) -> list[list[int]]:
-    """Deals from ``"KJ"`` (player 0's card, player 1's) or a list of such strings."""
+def _parse_deals(cards: Any, rounds: int) -> list[list[int]]:
+    """Deals from ``"KJ"`` (player 0's card, player 1's) or a list of at most
+    `rounds` such strings."""
     deals = [cards] if isinstance(cards, str) else cards
+    if isinstance(deals, list | tuple) and len(deals) > rounds:
+        raise ValueError(
+            f"options['cards'] holds {len(deals)} deals but the match has {rounds} hand(s); "
+            "give at most one deal per hand"
+        )
     parsed = []
     for deal in deals if isinstance(deals, list | tuple) else [None]:
-        letters = str(deal).strip().upper() if isinstance(deal, str) else ""
+        letters = deal.strip().upper() if isinstance(deal, str) else ""
         if len(letters) != 2 or any(c not in CARDS for c in letters) or letters[0] == letters[1]:
             raise ValueError(
                 "options['cards'] must be two different cards of J, Q, K (player_0's, then "
-                f"player_1's), e.g. 'KJ', or a list of such deals; got {cards!r}"
+                f"player_1's), e.g. 'KJ', or a list of such deals; got {short_repr(cards)}"
             )
         parsed.append([CARDS.index(c) for c in letters])
     return parsed

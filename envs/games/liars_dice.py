@@ -7,7 +7,7 @@ from functools import cache
 from math import comb
 from typing import Any, ClassVar
 
-from envgym.core import MultiAgentTextEnv, quote_for_feedback
+from envgym.core import MultiAgentTextEnv, check_int, quote_for_feedback
 from envgym.parsing import parse_answer
 from envgym.selfplay import VersusEnv
 
@@ -145,10 +145,7 @@ class LiarsDice(MultiAgentTextEnv):
         max_moves: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        if not isinstance(dice_per_player, int) or not 1 <= dice_per_player <= 10:
-            raise ValueError(
-                f"dice_per_player must be an integer from 1 to 10, got {dice_per_player!r}"
-            )
+        dice_per_player = check_int(dice_per_player, "dice_per_player", 1, 10)
         super().__init__(
             num_players=num_players,
             illegal_retries=illegal_retries,

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from envgym.core import MultiAgentTextEnv, quote_for_feedback
+from envgym.core import MultiAgentTextEnv, check_int, quote_for_feedback, short_repr
 from envgym.parsing import parse_answer
 from envgym.selfplay import VersusEnv
 
@@ -15,6 +15,8 @@ __all__ = ["SimpleNegotiation", "SimpleNegotiationEnv"]
 DEFAULT_RESOURCES = ("Wood", "Stone", "Wheat", "Sheep", "Brick")
 MAX_START_UNITS = 10
 VALUE_RANGE = (5, 40)
+#: Longest resource name: names appear many times in every observation.
+MAX_NAME_LENGTH = 20
 #: Largest amount of one resource the heuristic puts on either side of an offer.
 HEURISTIC_MAX_UNITS = 3
 #: How far one piece of evidence moves the heuristic's estimate of a valuation.
@@ -108,11 +110,12 @@ class SimpleNegotiation(MultiAgentTextEnv):
     times), or when a player forfeits by two invalid replies in one turn.
 
     ## Arguments
-    ``max_rounds`` (default 5): moves per player, so 10 moves in all;
-    ``resources`` (default Wood, Stone, Wheat, Sheep, Brick): 2-8 distinct
-    one-word names; ``illegal_retries`` (default 1): invalid replies forgiven
-    per turn. Single-agent ``envgym/SimpleNegotiation-v0`` (``max_turns``
-    default ``max_rounds * (illegal_retries + 1)``, enough for any game):
+    ``max_rounds`` (1 to 100, default 5): moves per player, so 10 moves in
+    all; ``resources`` (default Wood, Stone, Wheat, Sheep, Brick): 2-8
+    distinct one-word names of at most 20 letters; ``illegal_retries``
+    (default 1): invalid replies forgiven per turn. Single-agent
+    ``envgym/SimpleNegotiation-v0`` (``max_turns`` default ``max_rounds *
+    (illegal_retries + 1)``, enough for any game):
     ``difficulty`` easy/medium/hard is the opponent (random admissible moves /
     the heuristic half of the time / the heuristic), ``opponent`` and ``seat``
     override it (see `envgym.selfplay.VersusEnv`).
@@ -128,7 +131,7 @@ class SimpleNegotiation(MultiAgentTextEnv):
     be answered), it rejects a pending offer or passes.
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version. Since then resource names are at most 20 letters.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -156,17 +159,22 @@ class SimpleNegotiation(MultiAgentTextEnv):
         max_moves: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        if not isinstance(max_rounds, int) or not 1 <= max_rounds <= 100:
-            raise ValueError(f"max_rounds must be an integer from 1 to 100, got {max_rounds!r}")
-        names = tuple(DEFAULT_RESOURCES if resources is None else resources)
+        max_rounds = check_int(max_rounds, "max_rounds", 1, 100, "moves each player makes")
+        names = DEFAULT_RESOURCES if resources is None else resources
         if (
-            not 2 <= len(names) <= 8
-            or not all(isinstance(n, str) and n.isascii() and n.isalpha() for n in names)
+            not isinstance(names, list | tuple)
+            or not 2 <= len(names) <= 8
+            or not all(
+                isinstance(n, str) and n.isascii() and n.isalpha() and len(n) <= MAX_NAME_LENGTH
+                for n in names
+            )
             or len({n.lower() for n in names}) != len(names)
         ):
             raise ValueError(
-                f"resources must be 2 to 8 distinct one-word names (letters only), got {names!r}"
+                f"resources must be a list of 2 to 8 distinct one-word names (letters only, at "
+                f"most {MAX_NAME_LENGTH} each), got {short_repr(resources)}"
             )
+        names = tuple(names)
         super().__init__(
             num_players=num_players,
             illegal_retries=illegal_retries,

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from envgym.core import TextEnv, Turn
+from envgym.core import MAX_TASK_SEED, TextEnv, Turn, check_int, short_repr
 from envgym.parsing import parse_tag, strip_think
 
 __all__ = [
@@ -284,7 +284,7 @@ _STATE_WORD = {
     "pick_cool_then_place": ("cool", "cool"),
     "pick_clean_then_place": ("clean", "clean"),
 }
-_TASK_ID = re.compile(r"^([a-z_]+)-r(\d+)-d(\d+)-(\d+)$")
+_TASK_ID = re.compile(r"^([a-z_]{1,40})-r(\d{1,4})-d(\d{1,4})-(\d{1,20})$")
 _VERBS = frozenset(
     {
         "go",
@@ -446,11 +446,14 @@ class HouseholdEnv(TextEnv):
     ``num_distractors`` (0 to 80) override the level. ``shaped`` turns on the
     subgoal rewards. ``max_turns`` bounds the episode.
     ``reset(options={"task_id": ...})`` replays a task by its id (e.g.
-    ``"pick_heat_then_place-r20-d15-123456"``); ``options={"difficulty":
-    ...}`` changes the level for this and later resets.
+    ``"pick_heat_then_place-r20-d15-123456"``: task type, receptacles 6 to 60,
+    distractors 0 to 80, a seed below 2**63); ``options={"difficulty":
+    ...}`` changes the level for this and later resets. A value out of these
+    ranges is a ValueError that says what is allowed.
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version. Since then the seed in a task id is bounded (below
+      2**63) and each part of an id is checked before any home is built.
     """
 
     system_prompt: ClassVar[str] = (
@@ -503,21 +506,12 @@ class HouseholdEnv(TextEnv):
                     f"unknown task type(s) {bad or task_types!r}; choose from {list(TASK_TYPES)}"
                 )
             task_types = tuple(dict.fromkeys(task_types))
-        if num_receptacles is not None and (
-            not isinstance(num_receptacles, int)
-            or not MIN_RECEPTACLES <= num_receptacles <= MAX_RECEPTACLES
-        ):
-            raise ValueError(
-                f"num_receptacles must be an integer from {MIN_RECEPTACLES} to "
-                f"{MAX_RECEPTACLES}, got {num_receptacles!r}"
+        if num_receptacles is not None:
+            num_receptacles = check_int(
+                num_receptacles, "num_receptacles", MIN_RECEPTACLES, MAX_RECEPTACLES
             )
-        if num_distractors is not None and (
-            not isinstance(num_distractors, int) or not 0 <= num_distractors <= MAX_DISTRACTORS
-        ):
-            raise ValueError(
-                f"num_distractors must be an integer from 0 to {MAX_DISTRACTORS}, "
-                f"got {num_distractors!r}"
-            )
+        if num_distractors is not None:
+            num_distractors = check_int(num_distractors, "num_distractors", 0, MAX_DISTRACTORS)
         if not isinstance(shaped, bool):
             raise ValueError(f"shaped must be True or False, got {shaped!r}")
         self._task_types_arg = task_types
@@ -815,19 +809,24 @@ class HouseholdEnv(TextEnv):
 
 # ------------------------------------------------------------------ generation
 def _parse_task_id(task_id: Any) -> tuple[str, int, int, int]:
-    match = _TASK_ID.match(str(task_id))
+    match = _TASK_ID.match(task_id) if isinstance(task_id, str) else None
     if match is None or match.group(1) not in TASK_TYPES:
         raise ValueError(
-            f"task_id {task_id!r} is not a Household task id; use an id from info['task_id'], "
-            "e.g. 'pick_heat_then_place-r20-d15-123456'"
+            f"task_id {short_repr(task_id)} is not a Household task id; use an id from "
+            "info['task_id'], e.g. 'pick_heat_then_place-r20-d15-123456' "
+            f"(TASKTYPE-rRECEPTACLES-dDISTRACTORS-SEED, TASKTYPE one of {', '.join(TASK_TYPES)})"
         )
     task_type = match.group(1)
     n_recs, n_distractors, seed = (int(g) for g in match.groups()[1:])
-    if not MIN_RECEPTACLES <= n_recs <= MAX_RECEPTACLES or n_distractors > MAX_DISTRACTORS:
+    try:
+        check_int(n_recs, "its receptacle count", MIN_RECEPTACLES, MAX_RECEPTACLES)
+        check_int(n_distractors, "its distractor count", 0, MAX_DISTRACTORS)
+        check_int(seed, "its seed", 0, MAX_TASK_SEED)
+    except ValueError as exc:
         raise ValueError(
-            f"task_id {task_id!r} asks for {n_recs} receptacles and {n_distractors} "
-            f"distractors; ids allow {MIN_RECEPTACLES}-{MAX_RECEPTACLES} and 0-{MAX_DISTRACTORS}"
-        )
+            f"task_id {short_repr(task_id)} names no task this env makes: {exc}; use an id "
+            "from info['task_id']"
+        ) from None
     return task_type, n_recs, n_distractors, seed
 
 

@@ -18,9 +18,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from envgym.core import TextEnv, Turn
+from envgym.core import MAX_TASK_SEED, TextEnv, Turn, check_int, check_number, short_repr
 from envgym.envs.search.world import (
+    MAX_DOCS,
     MAX_HOPS,
+    MIN_DOCS,
     Question,
     load_world,
     make_question,
@@ -40,6 +42,8 @@ MAX_TOP_K = 20
 MAX_QUERY_CHARS = 1000
 MAX_QUESTION_CHARS = 4000
 MAX_CALLS_PER_TURN = 5
+#: Largest `f1_weight` and `format_penalty` (rewards stay within a few units).
+MAX_REWARD_WEIGHT = 10.0
 _INFO_BUDGET = 14_000  # characters of retrieved text per observation
 
 #: The search tool as an OpenAI function schema (``info["tools"]``).
@@ -211,22 +215,26 @@ class SearchEnv(TextEnv):
     ## Arguments
     ``difficulty``: ``easy`` (single-hop), ``medium`` (2 hops), ``hard`` (3
     and 4 hops). ``hops`` (an integer 1-4 or a list of them) overrides the
-    level. ``num_docs`` (corpus size, default 100,000; at least 200),
+    level. ``num_docs`` (corpus size, default 100,000; 200 to 2,000,000),
     ``distractors`` (0 to 1, default 0.5: how often documents mention related
     entities and carry a second distracting sentence) and ``world_seed``
-    (default 0) shape the generated world. ``top_k`` (1-20, default 3)
+    (default 0, below 2**63) shape the generated world. ``top_k`` (1-20, default 3)
     documents per search. ``retriever``: ``"bm25"`` (default), ``"dense"``
     (MiniLM + faiss) or any object with ``search(query, k)``;
     ``retriever_url`` / ``retriever_uds`` use a retrieval server (``envgym
     search serve``) instead; ``cache_dir`` is where indexes are kept.
     ``corpus`` (a JSONL path) and ``questions`` (a JSONL or JSON path) load
     real data (``questions`` with a retrieval server needs no ``corpus``).
-    ``f1_weight``, ``format_penalty`` and ``max_turns`` as above.
-    ``reset(options={"task_id": ...})`` replays a question by its id
-    (``"bridge-h3-12345"``, or a loaded question's id).
+    ``f1_weight`` and ``format_penalty`` (each 0 to 10) and ``max_turns`` as
+    above. ``reset(options={"task_id": ...})`` replays a question by its id
+    (``"bridge-h3-12345"``: the kind, 1 to 4 hops, a seed of at most 19
+    digits; or a loaded question's id). A value out of these ranges is a
+    ValueError that says what is allowed.
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version. Since then ``num_docs`` is checked against its
+      2,000,000 maximum when the env is made, and ``f1_weight`` and
+      ``format_penalty`` must be finite, at most 10.
     """
 
     system_prompt: ClassVar[str] = (
@@ -262,19 +270,12 @@ class SearchEnv(TextEnv):
     ) -> None:
         super().__init__(difficulty=difficulty, max_turns=max_turns, render_mode=render_mode)
         self._hops_arg = _check_hops(hops)
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-            raise ValueError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {top_k!r}")
-        if isinstance(num_docs, bool) or not isinstance(num_docs, int) or num_docs < 200:
-            raise ValueError(f"num_docs must be an integer of at least 200, got {num_docs!r}")
-        if isinstance(distractors, bool) or not isinstance(distractors, int | float):
-            raise ValueError(f"distractors must be a number from 0 to 1, got {distractors!r}")
-        if not 0.0 <= distractors <= 1.0:
-            raise ValueError(f"distractors must be a number from 0 to 1, got {distractors!r}")
-        if not isinstance(world_seed, int) or isinstance(world_seed, bool) or world_seed < 0:
-            raise ValueError(f"world_seed must be a non-negative integer, got {world_seed!r}")
-        for name, value in (("f1_weight", f1_weight), ("format_penalty", format_penalty)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+        top_k = check_int(top_k, "top_k", 1, MAX_TOP_K, "documents per search")
+        num_docs = check_int(num_docs, "num_docs", MIN_DOCS, MAX_DOCS, "documents in the world")
+        distractors = check_number(distractors, "distractors", 0.0, 1.0)
+        world_seed = check_int(world_seed, "world_seed", 0, MAX_TASK_SEED)
+        f1_weight = check_number(f1_weight, "f1_weight", 0.0, MAX_REWARD_WEIGHT)
+        format_penalty = check_number(format_penalty, "format_penalty", 0.0, MAX_REWARD_WEIGHT)
         if retriever_url is not None and retriever_uds is not None:
             raise ValueError("give retriever_url= or retriever_uds=, not both")
         remote = retriever_url is not None or retriever_uds is not None
@@ -404,10 +405,12 @@ class SearchEnv(TextEnv):
         if self._questions_path is not None:
             questions, by_id = self._loaded_questions()
             if "task_id" in options:
-                question = by_id.get(str(options["task_id"]))
+                task_id = options["task_id"]
+                ok = isinstance(task_id, str | int) and not isinstance(task_id, bool)
+                question = by_id.get(str(task_id)) if ok else None
                 if question is None:
                     raise ValueError(
-                        f"task_id {options['task_id']!r} is not in {self._questions_path}; use "
+                        f"task_id {short_repr(task_id)} is not in {self._questions_path}; use "
                         "an id from info['task_id']"
                     )
             else:
@@ -520,14 +523,13 @@ def _check_hops(hops: Any) -> tuple[int, ...] | None:
     if hops is None:
         return None
     values = [hops] if isinstance(hops, int) and not isinstance(hops, bool) else hops
-    try:
-        values = list(values)
-    except TypeError:
+    if not isinstance(values, list | tuple | set | frozenset | range) or not values:
         values = [None]
-    if not values or any(
-        isinstance(h, bool) or not isinstance(h, int) or not 1 <= h <= MAX_HOPS for h in values
-    ):
-        raise ValueError(f"hops must be an integer from 1 to {MAX_HOPS} or a list of them")
+    if any(isinstance(h, bool) or not isinstance(h, int) or not 1 <= h <= MAX_HOPS for h in values):
+        raise ValueError(
+            f"hops must be an integer from 1 to {MAX_HOPS} or a list of them, got "
+            f"{short_repr(hops)}"
+        )
     return tuple(sorted(set(values)))
 
 

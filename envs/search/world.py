@@ -28,6 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from envgym.core import short_repr
+
 __all__ = [
     "COMPARISONS",
     "ENTITY_QUESTIONS",
@@ -779,11 +781,12 @@ _TASK_ID = re.compile(r"^(single|bridge|comparison)-h([1-4])-(\d{1,19})$")
 
 def parse_task_id(task_id: Any) -> tuple[str, int, int]:
     """(kind, hops, seed) of a generated question's task id."""
-    match = _TASK_ID.match(str(task_id))
+    match = _TASK_ID.match(task_id) if isinstance(task_id, str) else None
     if match is None:
         raise ValueError(
-            f"task_id {task_id!r} is not a Search task id; use an id from info['task_id'], "
-            "such as 'bridge-h3-12345'"
+            f"task_id {short_repr(task_id)} is not a Search task id; use an id from "
+            "info['task_id'], such as 'bridge-h3-12345' (single-h1-SEED, bridge-h2 to h4, "
+            "comparison-h2 or h4; SEED up to 19 digits)"
         )
     return match.group(1), int(match.group(2)), int(match.group(3))
 

@@ -16,11 +16,48 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Level", "MOVE_NAMES", "generate_level", "parse_board", "solve"]
+__all__ = [
+    "Level",
+    "LevelTooHard",
+    "MAX_SOLVER_NODES",
+    "MOVE_NAMES",
+    "SOLVER_WORK_BUDGET",
+    "SolverGaveUp",
+    "generate_level",
+    "node_budget",
+    "parse_board",
+    "solve",
+]
 
 MOVE_NAMES = ("Up", "Down", "Left", "Right")
 WALL, FLOOR = "#", "_"
 TARGET, BOX, BOX_ON_TARGET, PLAYER, PLAYER_ON_TARGET = ".", "$", "*", "@", "+"
+#: Positions one `solve` call expands by default before it gives up.
+MAX_SOLVER_NODES = 20_000
+#: Solver work one level may cost, as positions expanded times cells inside the
+#: walls (every expansion walks the player's floor): at most about half a second
+#: at any room size, so no reset runs long. Rooms up to 10x10 get 5,000
+#: positions, more than any of thousands of preset levels needed; larger rooms
+#: proportionally fewer.
+SOLVER_WORK_BUDGET = 5_000 * 64
+
+
+def node_budget(height: int, width: int) -> int:
+    """Positions the solver may expand to make (or check) one level of this size."""
+    return SOLVER_WORK_BUDGET // max((height - 2) * (width - 2), 64)
+
+
+class SolverGaveUp(Exception):
+    """`solve` expanded its `max_nodes` positions without finishing."""
+
+    def __init__(self, max_nodes: int) -> None:
+        super().__init__(f"the solver gave up after {max_nodes} positions")
+        self.max_nodes = max_nodes
+
+
+class LevelTooHard(ValueError):
+    """No level of the asked shape could be made and proved optimal within the
+    generator's attempts and solver budget (or a given board within the solver's)."""
 
 
 @dataclass(frozen=True)
@@ -157,13 +194,24 @@ def generate_level(
     num_boxes: int,
     *,
     max_attempts: int = 200,
-    max_solver_nodes: int = 20_000,
+    max_solver_nodes: int = MAX_SOLVER_NODES,
+    max_total_nodes: int | None = None,
     min_pushes: int | None = None,
 ) -> Level:
-    """A solvable level needing at least `min_pushes` pushes, and its optimal solution length."""
+    """A solvable level needing at least `min_pushes` pushes, and its optimal solution length.
+
+    A placement whose optimal solution takes more than `max_solver_nodes` solver
+    positions to prove is skipped. All solver calls together may expand at most
+    `max_total_nodes` positions (default: `node_budget` of the room): past that,
+    `LevelTooHard` is raised rather than a different level returned, so a
+    level's seed always gives the same level or this error.
+    """
     inner = (height - 2) * (width - 2)
     if min_pushes is None:
         min_pushes = num_boxes + 1
+    if max_total_nodes is None:
+        max_total_nodes = node_budget(height, width)
+    budget = max_total_nodes
     for _ in range(max_attempts):
         floor = _carve_room(rng, height, width, fill=0.7)
         cells = [i for i, f in enumerate(floor) if f]
@@ -182,11 +230,21 @@ def generate_level(
             boxes, player = start
             if sum(nearest[b] for b in boxes) < min_pushes:
                 continue
-            solution = solve(
-                width, bytes(floor), target_set, boxes, player, max_nodes=max_solver_nodes
-            )
-            if solution is None:
+            cap = min(max_solver_nodes, budget)
+            try:
+                solution = solve(width, bytes(floor), target_set, boxes, player, max_nodes=cap)
+            except SolverGaveUp:
+                if cap < max_solver_nodes:
+                    raise LevelTooHard(
+                        f"proving a {height}x{width} level with {num_boxes} boxes optimal "
+                        f"took more than the {max_total_nodes} solver positions a level of "
+                        "this size may cost; use a smaller room, fewer boxes or a lower "
+                        "min_pushes"
+                    ) from None
+                budget -= cap
                 continue  # too expensive to prove optimal: draw another level
+            if solution is None:
+                continue  # backwards play makes solvable levels; this is only a guard
             moves, pushes = solution
             return Level(
                 height=height,
@@ -198,9 +256,10 @@ def generate_level(
                 optimal_moves=len(moves),
                 optimal_pushes=pushes,
             )
-    raise RuntimeError(
-        f"could not generate a {height}x{width} Sokoban level with {num_boxes} boxes in "
-        f"{max_attempts} attempts; use a larger room or fewer boxes"
+    raise LevelTooHard(
+        f"could not generate a {height}x{width} Sokoban level with {num_boxes} boxes needing "
+        f"at least {min_pushes} pushes in {max_attempts} attempts; use a larger room, fewer "
+        "boxes or a lower min_pushes"
     )
 
 
@@ -241,15 +300,15 @@ def solve(
     boxes: tuple[int, ...],
     player: int,
     *,
-    max_nodes: int | None = None,
+    max_nodes: int = MAX_SOLVER_NODES,
 ) -> tuple[list[str], int] | None:
     """Optimal (fewest moves) solution as move names and its push count.
 
     A* over pushes: an edge is a walk to a box plus one push, costing the walk
     length + 1. The heuristic (a box-to-target matching of push distances) never
     overestimates and changes by at most 1 per push, so the first solved state
-    popped is optimal. Returns None if `max_nodes` expansions did not finish,
-    or if the level has no solution.
+    popped is optimal. Returns None if the level has no solution; raises
+    `SolverGaveUp` when `max_nodes` expansions did not finish.
     """
     n = len(floor)
     offsets = (-width, width, -1, 1)
@@ -303,8 +362,8 @@ def solve(
         if mask == target_mask:
             return _reconstruct(parent, (p, mask, bs), width, floor), -neg_pushes
         expanded += 1
-        if max_nodes is not None and expanded > max_nodes:
-            return None
+        if expanded > max_nodes:
+            raise SolverGaveUp(max_nodes)
         boxset = set(bs)
         dist = [-1] * n
         dist[p] = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envgym.envs.sokoban.level import parse_board, render_board, solve
+from envgym.envs.sokoban.level import SolverGaveUp, parse_board, render_board, solve
 
 __all__ = ["SokobanOracle", "board_from_observation"]
 
@@ -20,7 +20,9 @@ def board_from_observation(observation: str) -> str:
 class SokobanOracle:
     """Solves each position it sees with the optimal A* solver and sends the moves,
     as many per turn as the env allows. It re-plans whenever the board is not the
-    one its plan expected, so it also recovers from positions it did not choose."""
+    one its plan expected, so it also recovers from positions it did not choose.
+    A position the solver cannot finish within its node limit (or a dead one)
+    gets a plain ``Up``: nothing better is known."""
 
     name = "oracle"
 
@@ -39,7 +41,10 @@ class SokobanOracle:
         board = board_from_observation(observation)
         if board != self._expected_board or not self._plan:
             height, width, floor, targets, boxes, player = parse_board(board)
-            solution = solve(width, floor, targets, boxes, player)
+            try:
+                solution = solve(width, floor, targets, boxes, player)
+            except SolverGaveUp:
+                solution = None
             if solution is None:
                 self._plan = []
                 return "<answer>Up</answer>"  # a dead position: nothing can help

@@ -8,11 +8,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from envgym.core import TextEnv, Turn
-from envgym.envs.sokoban.level import Level, generate_level, parse_board, solve
+from envgym.core import MAX_TASK_SEED, TextEnv, Turn, check_int, short_repr
+from envgym.envs.sokoban.level import (
+    Level,
+    LevelTooHard,
+    SolverGaveUp,
+    generate_level,
+    node_budget,
+    parse_board,
+    solve,
+)
 from envgym.parsing import GRID_MOVES, parse_answer, split_moves
 
-__all__ = ["SokobanEnv", "DIFFICULTY_PRESETS"]
+__all__ = ["DIFFICULTY_PRESETS", "MAX_BOXES", "MAX_SIZE", "SokobanEnv", "max_min_pushes"]
 
 #: difficulty -> (room height, room width, boxes, minimum pushes, max turns)
 DIFFICULTY_PRESETS: dict[str, tuple[int, int, int, int, int]] = {
@@ -20,7 +28,12 @@ DIFFICULTY_PRESETS: dict[str, tuple[int, int, int, int, int]] = {
     "medium": (6, 6, 2, 4, 30),  # GEM's Sokoban-v0-easy room
     "hard": (8, 8, 4, 5, 50),  # GEM's Sokoban-v0-hard room
 }
-_TASK_ID = re.compile(r"^(\d+)x(\d+)-b(\d+)-p(\d+)-(\d+)$")
+#: Room sides (outer wall included) and boxes any level may have.
+MIN_SIZE, MAX_SIZE = 5, 16
+MAX_BOXES = 6
+#: Level seeds a reset without a task id tries before it gives up (see `_draw_level`).
+LEVEL_DRAWS = 3
+_TASK_ID = re.compile(r"^(\d{1,3})x(\d{1,3})-b(\d{1,3})-p(\d{1,4})-(\d{1,20})$")
 LEGEND = "Legend: # wall, _ floor, . target, $ box, * box on a target, @ you, + you on a target."
 
 STEP_PENALTY = -0.1
@@ -84,16 +97,33 @@ class SokobanEnv(TextEnv):
     ## Arguments
     ``difficulty``: ``easy`` (6x6 room, 1 box, 20 turns), ``medium`` (6x6, 2
     boxes, 30 turns) or ``hard`` (8x8, 4 boxes, 50 turns). Sizes include the
-    outer wall. ``size`` (int or (height, width), 5 to 16), ``num_boxes`` (1 to
-    6) and ``min_pushes`` override the level's preset. ``max_turns`` and
-    ``max_actions_per_turn`` (1 to 50, default 5) bound the episode.
-    ``reset(options={"task_id": ...})`` replays a level by its id,
-    ``options={"board": "..."}`` plays a board given as text in the symbols
-    above, ``options={"difficulty": ...}`` changes the level for this and later
-    resets.
+    outer wall. ``size`` (int or (height, width), 5 to 16), ``num_boxes`` (1
+    to 6, with at least 3 cells a box plus 2 inside the walls) and
+    ``min_pushes`` (1 to ``num_boxes * (height + width - 4)``) override the
+    level's preset. ``max_turns`` (1 to 100,000) and ``max_actions_per_turn``
+    (1 to 50, default 5) bound the episode.
+    ``reset(options={"task_id": ...})`` replays a level by its id
+    (``HEIGHTxWIDTH-bBOXES-pPUSHES-SEED``, each part in the ranges above, the
+    seed below 2**63), ``options={"board": "..."}`` plays a board given as text
+    in the symbols above (at most 16x16 and 6 boxes, walled all around),
+    ``options={"difficulty": ...}`` changes the level for this and later
+    resets. Anything outside these ranges is a ValueError that says what is
+    allowed.
+
+    Every reset is bounded: the solver that proves a level optimal may
+    expand at most 5,000 positions in rooms up to 10x10 and proportionally
+    fewer in larger ones (at most about half a second at any size; more than
+    any preset level needs). A given board or task id that needs more raises
+    ``LevelTooHard`` (a ValueError) instead of running on. A reset without a
+    task id draws another level seed instead, up to 3 seeds; in rooms over
+    10x10 with 5 or 6 boxes that can still fail: use fewer boxes there.
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version. Since then: sizes, box counts, push counts and
+      seeds in task ids and boards are bounded and refused up front, and the
+      solver has a node limit (levels that need more raise ``LevelTooHard``;
+      any other task id gives the level it gave before, and the presets give
+      the same levels for the same seeds).
     """
 
     system_prompt: ClassVar[str] = (
@@ -129,51 +159,41 @@ class SokobanEnv(TextEnv):
     ) -> None:
         super().__init__(difficulty=difficulty, max_turns=max_turns, render_mode=render_mode)
         self._size_arg = _check_size(size)
-        if num_boxes is not None and (not isinstance(num_boxes, int) or not 1 <= num_boxes <= 6):
-            raise ValueError(f"num_boxes must be an integer from 1 to 6, got {num_boxes!r}")
-        if min_pushes is not None and (not isinstance(min_pushes, int) or min_pushes < 1):
-            raise ValueError(f"min_pushes must be a positive integer, got {min_pushes!r}")
-        if not isinstance(max_actions_per_turn, int) or not 1 <= max_actions_per_turn <= 50:
-            raise ValueError(
-                f"max_actions_per_turn must be an integer from 1 to 50, "
-                f"got {max_actions_per_turn!r}"
+        if num_boxes is not None:
+            num_boxes = check_int(num_boxes, "num_boxes", 1, MAX_BOXES)
+        if min_pushes is not None:
+            min_pushes = check_int(
+                min_pushes, "min_pushes", 1, max_min_pushes(MAX_SIZE, MAX_SIZE, MAX_BOXES)
             )
+        self.max_actions_per_turn = check_int(
+            max_actions_per_turn, "max_actions_per_turn", 1, 50, "moves run per turn"
+        )
         self._num_boxes_arg = num_boxes
         self._min_pushes_arg = min_pushes
-        self.max_actions_per_turn = max_actions_per_turn
         self._apply_difficulty(self.difficulty)
         self._level: Level | None = None
 
     # -------------------------------------------------------------- config
     def _apply_difficulty(self, difficulty: str) -> None:
-        self.difficulty = difficulty
         height, width, boxes, pushes, turns = DIFFICULTY_PRESETS[difficulty]
-        self.room_size = self._size_arg or (height, width)
-        self.num_boxes = self._num_boxes_arg or boxes
-        self.min_pushes = self._min_pushes_arg or (pushes if self._size_arg is None else None)
+        room_size = self._size_arg or (height, width)
+        num_boxes = self._num_boxes_arg or boxes
+        min_pushes = self._min_pushes_arg or (pushes if self._size_arg is None else None)
+        _check_level(*room_size, num_boxes, min_pushes or num_boxes + 1, "min_pushes")
+        self.difficulty = difficulty
+        self.room_size, self.num_boxes, self.min_pushes = room_size, num_boxes, min_pushes
         self.max_turns = self._max_turns_arg or turns
-        free = (self.room_size[0] - 2) * (self.room_size[1] - 2)
-        if self.num_boxes * 3 + 2 > free:
-            raise ValueError(
-                f"a {self.room_size[0]}x{self.room_size[1]} room is too small for "
-                f"{self.num_boxes} boxes; use a larger size or fewer boxes"
-            )
 
     # ------------------------------------------------------------- episode
     def _new_task(self, options: dict[str, Any]) -> str:
         if "board" in options:
             level, task_id = _level_from_board(options["board"]), None
-        else:
-            if "task_id" in options:
-                height, width, boxes, pushes, level_seed = _parse_task_id(options["task_id"])
-            else:
-                height, width = self.room_size
-                boxes, pushes = self.num_boxes, self.min_pushes or self.num_boxes + 1
-                level_seed = int(self.np_random.integers(0, 2**62))
-            level = generate_level(
-                np.random.default_rng(level_seed), height, width, boxes, min_pushes=pushes
-            )
+        elif "task_id" in options:
+            height, width, boxes, pushes, level_seed = _parse_task_id(options["task_id"])
+            level = _make_level(height, width, boxes, pushes, level_seed)
             task_id = f"{height}x{width}-b{boxes}-p{pushes}-{level_seed}"
+        else:
+            level, task_id = self._draw_level()
         self._load(level)
         board = self._board_text = self._board()
         self.task_id = (
@@ -185,6 +205,21 @@ class SokobanEnv(TextEnv):
             f"(at most {self.max_actions_per_turn} a turn, {self.max_turns} turns).\n"
             f"Boxes on targets: {self._boxes_on_target}/{len(self._boxes)}\n{board}"
         )
+
+    def _draw_level(self) -> tuple[Level, str]:
+        """A level from a seed drawn from `self.np_random`. A level too costly to
+        prove optimal (rare at every preset) gives way to the next seed drawn."""
+        height, width = self.room_size
+        boxes, pushes = self.num_boxes, self.min_pushes or self.num_boxes + 1
+        for draw in range(LEVEL_DRAWS):
+            level_seed = int(self.np_random.integers(0, 2**62))
+            try:
+                level = _make_level(height, width, boxes, pushes, level_seed)
+                break
+            except LevelTooHard:
+                if draw == LEVEL_DRAWS - 1:
+                    raise
+        return level, f"{height}x{width}-b{boxes}-p{pushes}-{level_seed}"
 
     def _load(self, level: Level) -> None:
         """Re-encode a level with a stride of width + 1: the extra column holds the
@@ -306,51 +341,102 @@ class SokobanEnv(TextEnv):
         return self._cells[:-1].decode("ascii")  # without the last row's newline
 
 
+def _make_level(height: int, width: int, boxes: int, pushes: int, level_seed: int) -> Level:
+    """The level a task id names (LevelTooHard if proving it optimal costs too much)."""
+    rng = np.random.default_rng(level_seed)
+    return generate_level(rng, height, width, boxes, min_pushes=pushes)
+
+
+def max_min_pushes(height: int, width: int, num_boxes: int) -> int:
+    """The most pushes a level of this shape may be asked to need: every box
+    at most a room's height plus width (inside the walls) from its target."""
+    return num_boxes * (height + width - 4)
+
+
 def _check_size(size: Any) -> tuple[int, int] | None:
     if size is None:
         return None
     if isinstance(size, int):
         size = (size, size)
-    if (
-        not isinstance(size, tuple | list)
-        or len(size) != 2
-        or not all(isinstance(v, int) and 5 <= v <= 16 for v in size)
-    ):
+    if not isinstance(size, tuple | list) or len(size) != 2:
         raise ValueError(
-            f"size must be an int or (height, width) with each from 5 to 16 "
-            f"(outer wall included), got {size!r}"
+            f"size must be an int or (height, width) with each from {MIN_SIZE} to {MAX_SIZE} "
+            f"(outer wall included), got {short_repr(size)}"
         )
-    return (size[0], size[1])
+    meaning = "a side of the room, outer wall included"
+    return tuple(check_int(v, "size", MIN_SIZE, MAX_SIZE, meaning) for v in size)
+
+
+def _check_level(height: int, width: int, boxes: int, pushes: int, pushes_name: str) -> None:
+    """A room that fits `boxes` boxes, and a push count it can need (ValueError if not)."""
+    free = (height - 2) * (width - 2)
+    if boxes * 3 + 2 > free:
+        raise ValueError(
+            f"a {height}x{width} room is too small for {boxes} boxes; use a larger size or "
+            "fewer boxes"
+        )
+    most = max_min_pushes(height, width, boxes)
+    check_int(pushes, pushes_name, 1, most, f"for {boxes} box(es) in a {height}x{width} room")
 
 
 def _parse_task_id(task_id: Any) -> tuple[int, int, int, int, int]:
-    match = _TASK_ID.match(str(task_id))
+    match = _TASK_ID.match(task_id) if isinstance(task_id, str) else None
     if match is None:
         raise ValueError(
-            f"task_id {task_id!r} is not a Sokoban task id; use an id from info['task_id'], "
-            "e.g. '6x6-b1-p3-12345'"
+            f"task_id {short_repr(task_id)} is not a Sokoban task id; use an id from "
+            "info['task_id'], e.g. '6x6-b1-p3-12345' (HEIGHTxWIDTH-bBOXES-pPUSHES-SEED)"
         )
     height, width, boxes, pushes, seed = (int(g) for g in match.groups())
-    _check_size((height, width))
+    try:
+        _check_size((height, width))
+        check_int(boxes, "its box count", 1, MAX_BOXES)
+        _check_level(height, width, boxes, pushes, "its push count")
+        check_int(seed, "its seed", 0, MAX_TASK_SEED)
+    except ValueError as exc:
+        raise ValueError(
+            f"task_id {short_repr(task_id)} names no level this env makes: {exc}; use an id from "
+            "info['task_id']"
+        ) from None
     return height, width, boxes, pushes, seed
 
 
 def _level_from_board(text: Any) -> Level:
     if not isinstance(text, str):
         raise ValueError("options['board'] must be the board as text (rows of # _ . $ * @ +)")
-    rows = text.strip("\n").split("\n")
-    if set(text.strip("\n")) - set("#_.$*@+\n") or text.count("@") + text.count("+") != 1:
+    board = text.strip("\n")
+    rows = board.split("\n")
+    height, width = len(rows), max(len(r) for r in rows)
+    # Sized before anything else reads it: the solver's work grows with the board.
+    if height > MAX_SIZE or width > MAX_SIZE:
+        raise ValueError(
+            f"options['board'] is {height}x{width}; a board may be at most "
+            f"{MAX_SIZE}x{MAX_SIZE} (rows x columns, outer wall included)"
+        )
+    if set(board) - set("#_.$*@+\n") or board.count("@") + board.count("+") != 1:
         raise ValueError(
             "options['board'] may use only # _ . $ * @ + and newlines, with exactly one player"
         )
     if len({len(r) for r in rows}) != 1 or any(r[0] != "#" or r[-1] != "#" for r in rows if r):
         raise ValueError("options['board'] must be a rectangle of rows enclosed by '#' walls")
-    height, width, floor, targets, boxes, player = parse_board(text)
+    boxes_on_board = board.count("$") + board.count("*")
+    if boxes_on_board > MAX_BOXES:
+        raise ValueError(
+            f"options['board'] has {boxes_on_board} boxes; a board may have at most {MAX_BOXES}"
+        )
+    height, width, floor, targets, boxes, player = parse_board(board)
     if any(floor[c] for c in range(width)) or any(
         floor[(height - 1) * width + c] for c in range(width)
     ):
         raise ValueError("options['board'] must have a wall all around")
-    solution = solve(width, floor, targets, boxes, player)
+    limit = node_budget(height, width)
+    try:
+        solution = solve(width, floor, targets, boxes, player, max_nodes=limit)
+    except SolverGaveUp:
+        raise LevelTooHard(
+            f"options['board'] is too hard to solve optimally within the {limit} solver "
+            f"positions a {height}x{width} board may cost (or it has no solution); give a "
+            "smaller board or fewer boxes"
+        ) from None
     if solution is None:
         raise ValueError("options['board'] has no solution; give a solvable level")
     moves, pushes = solution
