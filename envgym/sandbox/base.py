@@ -16,6 +16,20 @@ from typing import Protocol, runtime_checkable
 
 RUNNER_PATH = Path(__file__).with_name("runner.py")
 LANGUAGES = ("python", "bash")
+#: The runner's arguments in an isolating sandbox (docker, bwrap): its work dir,
+#: the scratch folders it empties before each job, and its own PID namespace.
+ISOLATED_RUNNER_ARGS = (
+    "--work",
+    "/work",
+    "--scratch",
+    "/tmp",
+    "--scratch",
+    "/dev/shm",
+    "--scratch",
+    "/dev/mqueue",
+    "--isolated",
+    "--preload-numpy",
+)
 
 #: How long past a job's own timeout the host waits for the runner's answer
 #: before it declares the sandbox dead and replaces it.

@@ -30,7 +30,14 @@ import tempfile
 from pathlib import Path
 
 from envgym.sandbox import cgroup
-from envgym.sandbox.base import RUNNER_PATH, Limits, PipeChannel, RunnerSandbox, SandboxError
+from envgym.sandbox.base import (
+    ISOLATED_RUNNER_ARGS,
+    RUNNER_PATH,
+    Limits,
+    PipeChannel,
+    RunnerSandbox,
+    SandboxError,
+)
 from envgym.sandbox.images import rootfs_path
 
 #: Host uids for sandboxes when envgym runs as root; each sandbox gets its own
@@ -251,16 +258,7 @@ class BwrapSandbox(RunnerSandbox):
             "-I",
             "-u",
             "/opt/envgym/runner.py",
-            "--work",
-            "/work",
-            "--scratch",
-            "/tmp",
-            "--scratch",
-            "/dev/shm",
-            "--scratch",
-            "/dev/mqueue",
-            "--isolated",
-            "--preload-numpy",
+            *ISOLATED_RUNNER_ARGS,
         ]
 
     # No --die-with-parent: its signal fires when the *thread* that started

@@ -23,7 +23,7 @@ import select
 import socket
 import struct
 
-from envgym.sandbox.base import Limits, RunnerSandbox, SandboxError
+from envgym.sandbox.base import ISOLATED_RUNNER_ARGS, Limits, RunnerSandbox, SandboxError
 from envgym.sandbox.images import (
     CONTAINER_LABEL,
     OWNER_HOST_LABEL,
@@ -36,22 +36,7 @@ from envgym.sandbox.images import (
 #: Memory the runner itself needs beside the job's (Python plus numpy).
 RUNNER_MEMORY_MB = 160
 #: The runner's command line in the container (the image's CMD says the same).
-RUNNER_COMMAND = [
-    "python3",
-    "-I",
-    "-u",
-    "/opt/envgym/runner.py",
-    "--work",
-    "/work",
-    "--scratch",
-    "/tmp",
-    "--scratch",
-    "/dev/shm",
-    "--scratch",
-    "/dev/mqueue",
-    "--isolated",
-    "--preload-numpy",
-]
+RUNNER_COMMAND = ["python3", "-I", "-u", "/opt/envgym/runner.py", *ISOLATED_RUNNER_ARGS]
 
 
 class AttachChannel:
