@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from envgym.sandbox.runner import oom_kill_count
+
 __all__ = [
     "MEMORY_MODE_VARIABLE",
     "CgroupUnavailable",
@@ -197,7 +199,6 @@ class SandboxCgroup:
         except OSError:
             self.remove()
             raise
-        self.memory_bytes = memory_bytes
 
     def _write(self, name: str, value: int | str) -> None:
         (self.path / name).write_text(str(value))
@@ -213,15 +214,7 @@ class SandboxCgroup:
     def oom_kills(self) -> int:
         """How many processes the kernel has killed here for going over the limit."""
         name = "memory.events" if self.version == 2 else "memory.oom_control"
-        try:
-            text = (self.path / name).read_text()
-        except OSError:
-            return 0
-        for line in text.splitlines():
-            key, _, value = line.partition(" ")
-            if key == "oom_kill":
-                return int(value)
-        return 0
+        return oom_kill_count(str(self.path / name)) or 0
 
     def remove(self) -> None:
         """Kill whatever is still inside, then remove the folder."""

@@ -123,16 +123,25 @@ def _remove_sysv_ipc() -> None:
 _OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
 
 
+def oom_kill_count(path: str) -> int | None:
+    """The ``oom_kill`` count in a cgroup's memory.events (v2) or
+    memory.oom_control (v1) file; None where it cannot be read."""
+    try:
+        with open(path) as f:
+            for line in f:
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def _oom_kills() -> int | None:
     for path in _OOM_COUNTERS:
-        try:
-            with open(path) as f:
-                for line in f:
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill":
-                        return int(value)
-        except (OSError, ValueError):
-            continue
+        count = oom_kill_count(path)
+        if count is not None:
+            return count
     return None
 
 
