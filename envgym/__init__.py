@@ -8,18 +8,22 @@ Importing envgym registers every ``envgym/*`` id with Gymnasium::
     env = gym.make("envgym/Sokoban-v0", difficulty="hard")
 """
 
-from envgym.core import TextEnv, Turn
-from envgym.registry import EnvSpec, get_spec, list_envs, register_envs
+from envgym.core import Preset, TextEnv, Turn
+from envgym.multiagent import MultiAgentTextEnv
+from envgym.registry import EnvSpec, get_spec, list_envs, make_text_env, register_envs
 from envgym.vector import make_vec
+from envgym.version import __version__
 
-__version__ = "0.1.0"
 __all__ = [
     "EnvSpec",
+    "MultiAgentTextEnv",
+    "Preset",
     "TextEnv",
     "Turn",
     "__version__",
     "get_spec",
     "list_envs",
+    "make_text_env",
     "make_vec",
     "register_envs",
 ]

@@ -1,19 +1,50 @@
 """The list of envgym environments, registered with Gymnasium at import time.
 
 Gymnasium 1.x no longer loads entry-point plugins, so `import envgym` calls
-`register_envs()` which registers every id below. `list_envs()` gives the same
-list with tags and difficulty levels for tools (the CLI, the leaderboard).
+`register_envs()` which registers every id below. Each id's entry point is an
+`EnvFactory`: ``gym.make(id)`` builds the env class in this process, and
+``gym.make(id, backend="docker")`` hands the same arguments to the backend's
+class (named here by a "module:Class" string, as env classes are, so the
+registry imports no backend code). `list_envs()` gives the same list with tags
+and difficulty levels for tools (the CLI, the leaderboard); `make_text_env` is
+``gym.make`` with errors that say what to fix.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+from gymnasium import spaces
 
-__all__ = ["EnvSpec", "ENV_SPECS", "env_id_of", "get_spec", "list_envs", "register_envs"]
+__all__ = [
+    "BACKENDS",
+    "ENV_SPECS",
+    "EnvCreationError",
+    "EnvFactory",
+    "EnvSpec",
+    "get_spec",
+    "list_envs",
+    "load_entry_point",
+    "make_text_env",
+    "register_envs",
+]
+
+#: Where an env can run: "local" (this process) or a backend class that takes
+#: ``(env_id, env_kwargs, render_mode=...)`` and returns a `gymnasium.Env`.
+BACKENDS: dict[str, str | None] = {
+    "local": None,
+    "docker": "envgym.remote.container:DockerEnv",
+}
+
+
+class EnvCreationError(ValueError):
+    """An env that cannot be made: arguments it refuses, code that does not
+    import, or spaces that are not text."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +129,54 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
 )
 
 
+def load_entry_point(entry_point: str) -> Any:
+    """The object a "module:attribute" string names."""
+    module, _, name = entry_point.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+class EnvFactory:
+    """The Gymnasium entry point of one envgym id.
+
+    ``factory(**kwargs)`` builds the env class in this process;
+    ``factory(backend="docker", **kwargs)`` serves it in a container and returns
+    a `envgym.remote.DockerEnv` speaking to it. The factory is picklable (it
+    holds only the id), so specs travel to worker processes.
+    """
+
+    def __init__(self, env_id: str) -> None:
+        self.env_id = env_id
+
+    @property
+    def env_class(self) -> type[gym.Env]:
+        return load_entry_point(get_spec(self.env_id).entry_point)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        # gym.make reads the render modes from the entry point before calling it.
+        return self.env_class.metadata
+
+    def __call__(self, *, backend: str = "local", **kwargs: Any) -> gym.Env:
+        if backend not in BACKENDS:
+            raise ValueError(
+                f"unknown env backend {backend!r}; choose one of {', '.join(BACKENDS)}"
+            )
+        backend_class = BACKENDS[backend]
+        if backend_class is None:
+            return self.env_class(**kwargs)
+        render_mode = kwargs.pop("render_mode", None)
+        return load_entry_point(backend_class)(self.env_id, kwargs, render_mode=render_mode)
+
+    def __repr__(self) -> str:
+        return f"EnvFactory({self.env_id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EnvFactory) and other.env_id == self.env_id
+
+    def __hash__(self) -> int:
+        return hash(self.env_id)
+
+
 def register_envs() -> None:
     """Register every envgym id with Gymnasium (idempotent)."""
     for spec in ENV_SPECS:
@@ -105,22 +184,10 @@ def register_envs() -> None:
             continue
         gym.register(
             id=spec.id,
-            entry_point=spec.entry_point,
+            entry_point=EnvFactory(spec.id),
             kwargs=dict(spec.kwargs),
             nondeterministic=False,
         )
-
-
-def env_id_of(env_cls: type) -> str:
-    """The registered id whose entry point is ``env_cls``."""
-    for spec in ENV_SPECS:
-        module, _, name = spec.entry_point.partition(":")
-        if name == env_cls.__name__ and env_cls.__module__.startswith(module):
-            return spec.id
-    raise ValueError(
-        f"{env_cls.__name__} is not a registered envgym env; only registered ids can run in "
-        "another backend"
-    )
 
 
 def list_envs(tag: str | None = None) -> list[EnvSpec]:
@@ -137,3 +204,51 @@ def get_spec(env_id: str) -> EnvSpec:
     close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.4)
     hint = f" Did you mean {', '.join(close)}?" if close else ""
     raise KeyError(f"no envgym environment {env_id!r}.{hint} Run `envgym list` to see all ids.")
+
+
+def _gym_spec(env_id: str) -> gym.envs.registration.EnvSpec:
+    """Gymnasium's spec for `env_id`, with envgym's helpful error if there is none."""
+    if not isinstance(env_id, str) or not env_id:
+        raise EnvCreationError(
+            f"an env id is a non-empty string like 'envgym/Sokoban-v0', got {env_id!r}"
+        )
+    if env_id not in gym.registry:
+        register_envs()
+    if env_id not in gym.registry:
+        get_spec(env_id)  # raises KeyError naming close matches and `envgym list`
+        raise KeyError(f"{env_id!r} is not registered with gymnasium; `import envgym` registers it")
+    return gym.spec(env_id)
+
+
+def make_text_env(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> gym.Env:
+    """`gym.make(env_id, **env_kwargs)`, with errors that say what to fix.
+
+    Raises KeyError for an unknown id and `EnvCreationError` for kwargs the env
+    refuses, env code that does not import, or an env that is not a text env.
+    """
+    _gym_spec(env_id)
+    kwargs = dict(env_kwargs or {})
+    try:
+        env = gym.make(env_id, **kwargs)
+    except ImportError as exc:
+        raise EnvCreationError(
+            f"could not import the code of {env_id}: {exc}. Is the env's package installed "
+            "(with its extras)?"
+        ) from exc
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, EnvCreationError):
+            raise
+        shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "no arguments"
+        raise EnvCreationError(
+            f"could not make {env_id} with {shown}: {exc}. "
+            f"Run `envgym info {env_id}` to see its arguments."
+        ) from exc
+    if not isinstance(env.observation_space, spaces.Text) or not isinstance(
+        env.action_space, spaces.Text
+    ):
+        env.close()
+        raise EnvCreationError(
+            f"{env_id} is not a text env (its spaces are {env.observation_space} and "
+            f"{env.action_space}); envgym evaluates envs whose observations and actions are text"
+        )
+    return env

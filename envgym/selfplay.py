@@ -18,7 +18,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from envgym.core import MAX_TASK_SEED, MultiAgentTextEnv, TextEnv, Turn, check_int, short_repr
+from envgym.core import MAX_TASK_SEED, TextEnv, Turn, check_int, short_repr
+from envgym.multiagent import MultiAgentTextEnv
 
 __all__ = [
     "OPPONENTS",

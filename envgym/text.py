@@ -1,11 +1,22 @@
-"""Text helpers shared by the env base classes and the action parsers."""
+"""Text helpers shared by the env base classes and the action parsers: the
+charset, turning any action into text, quoting it back, and rendering."""
 
 from __future__ import annotations
 
 import string
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CHARSET", "coerce_action", "quote_for_feedback"]
+import gymnasium as gym
+
+__all__ = [
+    "ACTION_MAX_LENGTH",
+    "CHARSET",
+    "OBSERVATION_MAX_LENGTH",
+    "coerce_action",
+    "quote_for_feedback",
+    "render_text",
+]
 
 #: Every character an envgym observation may contain, and every character the
 #: action space samples. Envs accept any text as an action; what they echo back
@@ -41,3 +52,23 @@ def quote_for_feedback(text: str, limit: int = 60) -> str:
         text = text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
         text = "".join(c if c in _CHARSET_SET else "?" for c in text)
     return repr(text) if "'" not in text else '"' + text.replace('"', "'") + '"'
+
+
+#: The longest observation and action a Text space allows.
+OBSERVATION_MAX_LENGTH = 16_384
+ACTION_MAX_LENGTH = 8_192
+
+
+def render_text(render_mode: str | None, text: Callable[[], str]) -> str | None:
+    """``render()`` for text envs: "ansi" returns the text, "human" prints it."""
+    if render_mode is None:
+        gym.logger.warn(
+            "render() called without a render_mode; create the env with "
+            "render_mode='ansi' or 'human' to see it as text"
+        )
+        return None
+    out = text()
+    if render_mode == "human":
+        print(out)
+        return None
+    return out

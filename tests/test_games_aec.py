@@ -20,7 +20,7 @@ from gymnasium import spaces
 
 import envgym
 import envgym.envs.games as games_pkg
-from envgym.core import MultiAgentTextEnv
+from envgym.multiagent import MultiAgentTextEnv
 
 GAME_MODULES = sorted(
     name for _, name, _ in pkgutil.iter_modules(games_pkg.__path__) if name.endswith("_v0")

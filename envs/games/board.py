@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from envgym.core import MultiAgentTextEnv
+from envgym.multiagent import MultiAgentTextEnv
 
 __all__ = ["MARKS", "MarkGame"]
 

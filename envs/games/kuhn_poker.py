@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from envgym.core import MultiAgentTextEnv, check_int, short_repr
+from envgym.core import check_int, short_repr
+from envgym.multiagent import MultiAgentTextEnv
 from envgym.selfplay import VersusEnv
 
 __all__ = ["KuhnPoker", "KuhnPokerEnv", "nash_strategy"]

@@ -7,7 +7,8 @@ from functools import cache
 from math import comb
 from typing import Any, ClassVar
 
-from envgym.core import MultiAgentTextEnv, check_int, quote_for_feedback
+from envgym.core import check_int, quote_for_feedback
+from envgym.multiagent import MultiAgentTextEnv
 from envgym.parsing import parse_answer
 from envgym.selfplay import VersusEnv
 

@@ -6,7 +6,8 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from envgym.core import MultiAgentTextEnv, check_int, quote_for_feedback, short_repr
+from envgym.core import check_int, quote_for_feedback, short_repr
+from envgym.multiagent import MultiAgentTextEnv
 from envgym.parsing import parse_answer
 from envgym.selfplay import VersusEnv
 

@@ -1,0 +1,4 @@
+"""envgym's release number, in a module of its own so any module can read it
+without importing the whole package."""
+
+__version__ = "0.1.0"
