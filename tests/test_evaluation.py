@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,7 @@ from envgym.evaluation import (
     EvaluationError,
     ResultsFileError,
     env_hash,
+    env_source_files,
     evaluate,
     load_results,
     load_schema,
@@ -407,29 +411,108 @@ def test_oracle_on_an_env_without_one_says_to_use_random(monkeypatch, guess_env)
 
 
 # ------------------------------------------------------------------ hashing
-def test_env_hash_changes_with_the_env_code_only(tmp_path, monkeypatch):
-    package = tmp_path / "hashed_env_pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("from hashed_env_pkg.env import Env\n")
-    (package / "env.py").write_text("class Env:\n    pass\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+def make_hashed_env(
+    monkeypatch: pytest.MonkeyPatch, folder: Path, files: dict[str, str] | None = None
+) -> str:
+    """Write the package ``hashed_env_pkg`` into `folder` and register an id for its Env.
+
+    The env module imports a sibling inside a function, through a relative import.
+    """
+    package = folder / "hashed_env_pkg"
+    package.mkdir(parents=True)
+    sources = {
+        "__init__.py": "from hashed_env_pkg.env import Env\n",
+        "env.py": """\
+            class Env:
+                def step(self, action):
+                    from .rules import reward
+
+                    return reward(action)
+            """,
+        "rules.py": "def reward(action):\n    return 1.0\n",
+        "unused.py": "VALUE = 1\n",
+        **(files or {}),
+    }
+    for name, text in sources.items():
+        (package / name).write_text(textwrap.dedent(text))
+    for name in [m for m in sys.modules if m.partition(".")[0] == "hashed_env_pkg"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(folder))
     env_id = "envgym-test/Hashed-v0"
-    monkeypatch.setitem(
-        gym.registry,
-        env_id,
-        gym.envs.registration.EnvSpec(id=env_id, entry_point="hashed_env_pkg:Env"),
-    )
+    spec = EnvSpec(id=env_id, entry_point="hashed_env_pkg:Env", description="", tags=())
+    monkeypatch.setattr(envgym.registry, "ENV_SPECS", envgym.registry.ENV_SPECS + (spec,))
+    return env_id
+
+
+def test_env_hash_changes_with_the_code_the_env_runs_only(tmp_path, monkeypatch):
+    env_id = make_hashed_env(monkeypatch, tmp_path)
+    package = tmp_path / "hashed_env_pkg"
     before = env_hash(env_id)
     assert env_hash(env_id) == before
     (package / "__pycache__").mkdir()
     (package / "__pycache__" / "env.cpython-311.pyc").write_bytes(b"\0compiled")
-    assert env_hash(env_id) == before  # caches are not code
-    (package / "env.py").write_text("class Env:\n    pass  # changed\n")
-    assert env_hash(env_id) != before
-    (package / "env.py").write_text("class Env:\n    pass\n")
+    (package / ".notes.txt").write_text("hidden")
+    (package / "unused.py").write_text("VALUE = 2\n")
+    assert env_hash(env_id) == before  # caches, hidden files and code it never imports
+    (package / "rules.py").write_text("def reward(action):\n    return 2.0\n")
+    assert env_hash(env_id) != before  # imported inside a function, relatively
+    (package / "rules.py").write_text("def reward(action):\n    return 1.0\n")
     assert env_hash(env_id) == before
     (package / "levels.txt").write_text("#####\n")
     assert env_hash(env_id) != before  # data files shape the env too
+
+
+def test_env_hash_covers_the_envgym_modules_an_env_imports(tmp_path, monkeypatch):
+    plain = make_hashed_env(monkeypatch, tmp_path / "plain")
+    assert not any(name.startswith("envgym/") for name in env_source_files(plain))
+    parsed = make_hashed_env(
+        monkeypatch,
+        tmp_path / "parsed",
+        {"rules.py": "from envgym.parsing import parse_answer\n\nreward = parse_answer\n"},
+    )
+    files = env_source_files(parsed)
+    # parsing.py imports text.py: the envgym code is followed through its own imports.
+    assert {"envgym/parsing.py", "envgym/text.py", "hashed_env_pkg/rules.py"} <= set(files)
+    assert files["envgym/parsing.py"].read_bytes() == Path(envgym.parsing.__file__).read_bytes()
+
+
+def test_env_hash_is_the_same_wherever_the_code_lives(tmp_path, monkeypatch):
+    first = env_hash(make_hashed_env(monkeypatch, tmp_path / "one"))
+    second = env_hash(make_hashed_env(monkeypatch, tmp_path / "elsewhere" / "two"))
+    assert first == second
+
+
+def test_real_env_source_files_follow_imports_not_folders():
+    sokoban = env_source_files("envgym/Sokoban-v0")
+    assert {
+        "envgym/core.py",
+        "envgym/parsing.py",
+        "envgym/envs/sokoban/sokoban.py",
+        "envgym/envs/sokoban/level.py",
+    } <= set(sokoban)
+    assert "envgym/selfplay.py" not in sokoban  # only games play an opponent
+    tictactoe = env_source_files("envgym/TicTacToe-v0")
+    assert {"envgym/envs/games/board.py", "envgym/selfplay.py"} <= set(tictactoe)
+    assert "envgym/envs/games/kuhn_poker.py" not in tictactoe
+    assert "envgym/envs/games/connect_four.py" not in tictactoe
+    assert all(path.is_file() for path in tictactoe.values())
+    assert env_hash("envgym/TicTacToe-v0") != env_hash("envgym/ConnectFour-v0")
+
+
+def test_real_env_hash_is_stable_across_processes():
+    ids = ["envgym/Sokoban-v0", "envgym/TicTacToe-v0"]
+    code = f"from envgym.evaluation import env_hash; print([env_hash(i) for i in {ids!r}])"
+    hashes = [
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout.strip()
+        for seed in ("1", "2")
+    ]
+    assert hashes[0] == hashes[1] == str([env_hash(i) for i in ids])
 
 
 # -------------------------------------------------------------- real envs
@@ -458,15 +541,20 @@ def test_results_path_is_relative_to_cwd(guess_env, tmp_path, monkeypatch):
     assert load_results(Path("plain.json"))["episodes"][0]["seed"] == 0
 
 
-def test_validation_without_jsonschema_still_catches_broken_files(guess_env, monkeypatch):
-    monkeypatch.setitem(sys.modules, "jsonschema", None)  # as if not installed
+def test_validation_messages_say_what_is_wrong(guess_env):
     results = evaluate(guess_env, "random", episodes=2, seed=0)
     validate_results(results)
-    broken = copy.deepcopy(results)
-    broken["episodes"][1]["actions"].pop()
-    with pytest.raises(ResultsFileError, match=r"episodes\[1\]"):
-        validate_results(broken)
     missing = copy.deepcopy(results)
     del missing["summary"]
     with pytest.raises(ResultsFileError, match="field summary is missing"):
         validate_results(missing)
+    with pytest.raises(ResultsFileError, match="holds a JSON object, not an array"):
+        validate_results([results])
+    negative = copy.deepcopy(results)
+    negative["episodes"][1]["seed"] = -3
+    with pytest.raises(ResultsFileError, match=r"field episodes\[1\].seed: -3 is less than"):
+        validate_results(negative)
+    future = {**copy.deepcopy(results), "schema_version": 2, "episodes": "elsewhere"}
+    expected = "schema_version is 2; this envgym .* reads schema_version 1"
+    with pytest.raises(ResultsFileError, match=expected):
+        validate_results(future)

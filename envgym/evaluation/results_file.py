@@ -1,0 +1,196 @@
+"""The results file: its JSON Schema, and reading, checking and writing one.
+
+A results file (JSON, ``schema_version`` 1, schema in
+``envgym/schemas/results.schema.json``) records every episode's seed and the
+agent's raw replies, so anyone can replay it. A file is valid when it matches
+the schema (checked with jsonschema) and its fields agree with each other
+(one reward per action, returns that add up), which a schema cannot say.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envgym.evaluation.inputs import prepare_output_dir
+from envgym.version import __version__
+
+if TYPE_CHECKING:
+    import jsonschema
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ResultsFileError",
+    "load_results",
+    "load_schema",
+    "validate_results",
+    "write_results",
+]
+
+SCHEMA_VERSION = 1
+
+
+class ResultsFileError(ValueError):
+    """A results file that cannot be read or does not match the schema."""
+
+
+def load_schema() -> dict[str, Any]:
+    """The results file JSON Schema shipped with envgym."""
+    resource = importlib.resources.files("envgym") / "schemas" / "results.schema.json"
+    return json.loads(resource.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    # Imported on first use: jsonschema takes a sizeable part of a second to
+    # import, and most CLI commands that import this package never read a file.
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(load_schema())
+
+
+# ------------------------------------------------------- describing errors
+def _field_name(path: list[Any]) -> str:
+    name = ""
+    for part in path:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return name
+
+
+def _json_kind(value: Any) -> str:
+    """What `value` is, in JSON's words: "an array", "a string", "null"..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return "an object" if isinstance(value, dict) else type(value).__name__
+
+
+def _error_field(error: jsonschema.ValidationError) -> list[Any]:
+    """The path of the field `error` is about; for a missing field, the missing one."""
+    path = list(error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [key for key in error.validator_value if key not in error.instance]
+        path.append(missing[0])
+    return path
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """One schema error as a sentence that names the field and says what is wrong."""
+    path = _error_field(error)
+    name = _field_name(path)
+    if error.validator == "required":
+        return f"field {name} is missing"
+    if path == ["schema_version"]:
+        return (
+            f"field schema_version is {error.instance!r}; this envgym ({__version__}) "
+            f"reads schema_version {SCHEMA_VERSION}"
+        )
+    if not path and error.validator == "type":
+        return f"a results file holds a JSON object, not {_json_kind(error.instance)}"
+    return f"field {name or '(the whole file)'}: {error.message}"
+
+
+def _schema_problem(results: Any) -> str | None:
+    from jsonschema.exceptions import best_match
+
+    errors = list(_validator().iter_errors(results))
+    if not errors:
+        return None
+    # A file in another format version breaks many rules; its version explains them all.
+    version_errors = [e for e in errors if _error_field(e) == ["schema_version"]]
+    return _describe(version_errors[0] if version_errors else best_match(errors))
+
+
+def _consistency_problem(results: Mapping[str, Any]) -> str | None:
+    """Checks a JSON Schema cannot express: lengths and sums that must agree."""
+    episodes = results["episodes"]
+    for i, ep in enumerate(episodes):
+        if len(ep["actions"]) != len(ep["rewards"]):
+            return (
+                f"field episodes[{i}]: {len(ep['actions'])} actions but "
+                f"{len(ep['rewards'])} rewards; there is one reward per action"
+            )
+        if ep["turns"] != len(ep["actions"]):
+            return (
+                f"field episodes[{i}].turns is {ep['turns']} but "
+                f"{len(ep['actions'])} actions are recorded"
+            )
+        if not math.isclose(sum(ep["rewards"]), ep["return"], rel_tol=1e-9, abs_tol=1e-9):
+            return (
+                f"field episodes[{i}].return is {ep['return']} but its rewards "
+                f"sum to {sum(ep['rewards'])}"
+            )
+    if results["summary"]["episodes"] != len(episodes):
+        return (
+            f"field summary.episodes is {results['summary']['episodes']} but the file holds "
+            f"{len(episodes)} episodes"
+        )
+    return None
+
+
+# ------------------------------------------------------------ the file
+def validate_results(results: Any, *, source: str = "results") -> None:
+    """Raise `ResultsFileError` naming the first wrong field, if `results` is not valid.
+
+    The JSON Schema decides the shape; then the fields must agree with each
+    other (one reward per action, returns that add up, the episode count).
+    """
+    problem = _schema_problem(results) or _consistency_problem(results)
+    if problem is not None:
+        raise ResultsFileError(f"{source}: {problem}")
+
+
+def write_results(results: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Validate `results` and write them as JSON to `path` (atomically); return the path."""
+    target = Path(path).expanduser()
+    validate_results(dict(results))
+    try:
+        text = json.dumps(results, indent=2, allow_nan=False) + "\n"
+    except ValueError as exc:
+        raise ResultsFileError(
+            f"results hold a NaN or infinite number, which JSON cannot store: {exc}"
+        ) from exc
+    folder = prepare_output_dir(target.parent if str(target.parent) else Path("."), flag="--out")
+    # Write to a temporary file and rename, so a crash never leaves half a file.
+    fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and validate a results file; `ResultsFileError` says what is wrong."""
+    source = Path(path).expanduser()
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ResultsFileError(f"{source}: no such results file") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsFileError(f"{source}: cannot read it ({exc})") from exc
+    try:
+        results = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsFileError(
+            f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        ) from exc
+    validate_results(results, source=str(source))
+    return results
