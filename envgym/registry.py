@@ -92,6 +92,13 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         oracle="envgym.envs.search.oracle:SearchOracle",
     ),
     EnvSpec(
+        id="envgym/GuessNumber-v0",
+        entry_point="envgym.envs.guess_number:GuessNumberEnv",
+        description="Find a secret number from higher/lower hints (the env of the guide)",
+        tags=("puzzle", "multi-turn", "example"),
+        oracle="envgym.envs.guess_number.oracle:GuessNumberOracle",
+    ),
+    EnvSpec(
         id="envgym/TicTacToe-v0",
         entry_point="envgym.envs.games.tictactoe:TicTacToeEnv",
         description="TicTacToe against a built-in opponent (perfect minimax play on hard)",

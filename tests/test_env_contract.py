@@ -15,6 +15,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import envgym
+from envgym.agents import make_agent
 from envgym.core import INFO_KEYS
 
 ENV_IDS = [spec.id for spec in envgym.list_envs()]
@@ -160,9 +161,13 @@ def test_info_keys_follow_the_shared_contract(env_id, difficulty):
     assert info["turn"] == 0 and info["success"] is False
     assert isinstance(info["system_prompt"], str) and info["system_prompt"]
     hash(info["state_key"])
-    # Open-text envs (search) list no admissible actions; any answer is well-formed there.
-    actions = info.get("admissible_actions") or ["x"]
-    obs, reward, terminated, truncated, info = env.step(f"<answer>{actions[0]}</answer>")
+    # A well-formed reply: the first admissible action, or (open-text envs) the oracle's.
+    actions = info.get("admissible_actions")
+    if actions:
+        reply = f"<answer>{actions[0]}</answer>"
+    else:
+        reply = make_agent("oracle", env, seed=0).act(obs, info)
+    obs, reward, terminated, truncated, info = env.step(reply)
     assert info["turn"] == 1 and info["action_valid"] is True
     if terminated or truncated:  # one decision can end a game (a Kuhn poker fold)
         env.reset(seed=4)
