@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/python scripts/lint_imports.py
 .venv/bin/python -m pytest -q "$@"
