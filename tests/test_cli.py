@@ -7,20 +7,24 @@ import argparse
 import importlib
 import inspect
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from rich.console import Console
 from test_evaluation import GUESS_ID, GuessEnv, register_guess_env
 
-import envgym
 from envgym.agents import make_agent
-from envgym.cli import ProgressBar, format_table, main, parse_kwarg
+from envgym.cli import main
+from envgym.cli.arguments import parse_kwarg
+from envgym.cli.output import EpisodeProgress, print_table
 from envgym.evaluation import load_results
 from envgym.parsing import parse_answer
-from envgym.registry import list_envs
+from envgym.registry import get_spec, list_envs
+from envgym.version import __version__
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,6 +71,8 @@ def test_list_shows_every_registered_id():
     header, rule = result.stdout.splitlines()[:2]
     assert header.split() == ["id", "difficulties", "tags", "description"]
     assert set(rule.replace(" ", "")) == {"-"}
+    assert "\x1b" not in result.stdout  # no escape codes in a pipe
+    assert all(line == line.rstrip() for line in result.stdout.splitlines())
 
 
 def test_list_by_tag_and_unknown_tag(guess_env, capsys):
@@ -81,8 +87,7 @@ def test_list_by_tag_and_unknown_tag(guess_env, capsys):
 def test_info_prints_the_sokoban_manual():
     result = envgym_cli("info", "envgym/Sokoban-v0")
     assert result.returncode == 0, result.stderr
-    env_cls = gym.spec("envgym/Sokoban-v0").entry_point
-    module, _, name = env_cls.partition(":")
+    module, _, name = get_spec("envgym/Sokoban-v0").entry_point.partition(":")
     manual = inspect.cleandoc(getattr(importlib.import_module(module), name).__doc__)
     assert manual in result.stdout
     assert "easy, medium, hard" in result.stdout
@@ -173,6 +178,8 @@ def test_eval_writes_a_valid_results_file_and_prints_a_table(tmp_path):
     assert row.split()[:4] == ["envgym/FrozenLake-v0", "hard", "oracle", "4"]
     assert f"wrote {out}" in result.stdout
     assert "4/4 episodes" in result.stderr  # progress goes to stderr, not into the table
+    assert "episodes" not in result.stdout.split("\n", 1)[1]
+    assert "\x1b" not in result.stdout + result.stderr  # no escape codes in a pipe
 
 
 def test_eval_in_process_with_kwargs(guess_env, tmp_path, capsys):
@@ -263,41 +270,87 @@ def test_parse_kwarg_rejects_malformed(text):
         parse_kwarg(text)
 
 
-def test_format_table_aligns_columns():
-    text = format_table(["name", "score"], [["a", "1.5"], ["longer", "10.25"]])
-    lines = text.splitlines()
-    assert lines[0] == "name    score"
-    assert lines[2] == "a         1.5"  # numbers right-aligned
-    assert lines[3] == "longer  10.25"
-    cut = format_table(["id", "description"], [["x", "word " * 40]], max_width=30)
-    assert all(len(line) <= 30 for line in cut.splitlines())
-    assert cut.splitlines()[2].endswith("...")
-
-
 class _FakeTerminal(io.StringIO):
     def isatty(self) -> bool:
         return True
 
 
-def test_progress_bar_redraws_on_a_terminal_and_logs_lines_elsewhere():
-    tty = _FakeTerminal()
-    bar = ProgressBar(4, label="run", stream=tty)
-    for done in range(5):
-        bar.update(done)
-    bar.close()
-    assert tty.getvalue().count("\r") == 5 and tty.getvalue().endswith("\n")
-    assert "4/4 episodes" in tty.getvalue()
+def test_piped_table_aligns_numbers_and_shows_every_cell_as_written(capsys):
+    long = "word " * 100
+    rows = [["a", "1.5", "[b]bold?[/b] :smile:"], ["longer", "10.25", long]]
+    print_table(["name", "score", "note"], rows, right={"score"})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["name", "score", "note"]
+    assert set(lines[1].replace(" ", "")) == {"-"}
+    # numbers right-aligned: both end in the same column
+    assert lines[2].index("1.5") + 3 == lines[3].index("10.25") + 5
+    assert lines[2].endswith("[b]bold?[/b] :smile:")  # not read as markup or emoji
+    assert lines[3].endswith(long.strip())  # never cut or wrapped in a pipe
+    assert len(lines) == 4
 
+
+def test_table_on_a_narrow_terminal_wraps_without_losing_a_word():
+    screen = _FakeTerminal()
+    console = Console(file=screen, force_terminal=True, width=40, color_system=None)
+    description = "Push every box onto a target; procedural, always-solvable levels"
+    print_table(["id", "description"], [["envgym/Sokoban-v0", description]], console=console)
+    lines = screen.getvalue().splitlines()
+    assert all(len(line) <= 40 for line in lines)
+    assert " ".join(" ".join(lines).split()).count("envgym/Sokoban-v0") == 1
+    for word in description.split():
+        assert word in screen.getvalue()
+
+
+def test_progress_in_a_log_prints_a_line_per_tenth_and_reaches_the_total():
     log = io.StringIO()
-    bar = ProgressBar(100, label="run", stream=log, log_every_s=0.0)
-    for done in range(101):
-        bar.update(done)
+    with EpisodeProgress(100, "run", console=Console(file=log), log_every_s=0.0) as progress:
+        for done in range(101):
+            progress.update(done)
     lines = log.getvalue().splitlines()
-    assert "\r" not in log.getvalue()
-    assert len(lines) == 10 and lines[-1].startswith("run [") and "100/100" in lines[-1]
+    assert len(lines) == 10
+    assert [int(re.search(r"(\d+)/100 episodes", line)[1]) for line in lines] == [
+        10,
+        20,
+        30,
+        40,
+        50,
+        60,
+        70,
+        80,
+        90,
+        100,
+    ]
+    assert all(line.startswith("run ") for line in lines)
+    assert "\x1b" not in log.getvalue() and "\r" not in log.getvalue()
+
+
+def test_progress_in_a_log_waits_between_lines():
+    log = io.StringIO()
+    with EpisodeProgress(100, "run", console=Console(file=log), log_every_s=3600.0) as progress:
+        for done in range(101):
+            progress.update(done)
+    assert log.getvalue().count("episodes") == 1  # only the end
+    assert "100/100 episodes" in log.getvalue()
+
+
+def test_progress_on_a_terminal_redraws_and_ends_at_the_total():
+    screen = _FakeTerminal()
+    console = Console(file=screen, force_terminal=True, width=100, color_system=None)
+    with EpisodeProgress(4, "run", console=console) as progress:
+        for done in range(5):
+            progress.update(done)
+    assert "4/4 episodes" in screen.getvalue()
+
+
+def test_progress_shows_nothing_for_a_run_that_never_started():
+    log = io.StringIO()
+    with pytest.raises(ValueError):
+        with EpisodeProgress(4, "run", console=Console(file=log)):
+            raise ValueError("refused before the first episode")
+    assert log.getvalue() == ""
 
 
 def test_python_dash_m_and_version():
     result = envgym_cli("--version")
     assert result.returncode == 0
-    assert result.stdout.strip() == f"envgym {envgym.__version__}"
+    assert result.stdout.strip() == f"envgym {__version__}"

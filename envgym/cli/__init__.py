@@ -1,0 +1,74 @@
+"""The ``envgym`` command: list and read about envs, play one, evaluate agents.
+
+    envgym list                          every env id with tags and difficulties
+    envgym info envgym/Sokoban-v0        the env's manual
+    envgym play envgym/FrozenLake-v0     play it yourself in the terminal
+    envgym eval ID --agent oracle --episodes 20 --out results.json
+    envgym baselines                     random and oracle agents on every env
+    envgym search serve --port 8300      a retrieval server for the search env
+    envgym serve ID --port 8000          serve an env over WebSocket (OpenEnv protocol)
+    envgym sandbox doctor                which code sandboxes work here
+
+Each command group has its module here; this one builds the parser and runs
+the command. User errors (unknown id, bad arguments, an output path that
+cannot be written) print one line to stderr and exit with status 2; they never
+show a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from envgym.cli import envs, evaluate, sandbox, search, serve
+from envgym.cli.arguments import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
+from envgym.evaluation import EvaluationError, ResultsFileError
+from envgym.registry import EnvCreationError, register_envs
+from envgym.version import __version__
+
+__all__ = ["main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``envgym`` argument parser; each command's ``handler`` runs it."""
+    parser = argparse.ArgumentParser(
+        prog="envgym",
+        description="Gymnasium-compatible text environments for LLM agents.",
+        epilog="Run `envgym COMMAND --help` for a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"envgym {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    envs.add_commands(sub)
+    evaluate.add_commands(sub)
+    search.add_commands(sub)
+    serve.add_commands(sub)
+    sandbox.add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``envgym`` with `argv` (default: ``sys.argv[1:]``); return the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command is None:
+        parser.print_help()
+        return EXIT_OK
+    register_envs()  # the commands look ids up in Gymnasium's registry
+    try:
+        return args.handler(args)
+    except (UserError, EnvCreationError, EvaluationError, ResultsFileError) as exc:
+        print(f"envgym: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("\nenvgym: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`envgym list | head`); stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILED
