@@ -148,7 +148,7 @@ def test_prefetch_swaps_in_a_spare_already_reset_to_the_next_seed():
     assert chunk.handle(("reset", [(1, None, 101), (2, None, 102)]))[0] == "ok"
     while chunk.prefetch_one():  # what a worker does while it waits
         pass
-    spares = [spare.env for spare in chunk._spares]
+    spares = [spare.env for spare in chunk.spares.slots]
     assert not any(spare is env for spare, env in zip(spares, chunk.envs, strict=True))
     status, results = chunk.handle(("step", [("<answer>Up</answer>", 101), ("x", 102)]))
     assert status == "ok"

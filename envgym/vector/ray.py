@@ -2,8 +2,10 @@
 
 Each actor holds a contiguous chunk of the batch's envs and answers the same
 messages as a subprocess worker (`envgym.vector.EnvChunk`), so results are the
-same as with ``workers="sync"`` for the same seeds and actions. Ray is imported
-only when this module is, and this module only when ``workers="ray"`` is asked for.
+same as with ``workers="sync"`` for the same seeds and actions. `RayWorkers`
+is a kind of worker like any other: it implements `envgym.vector.Workers` and
+uses nothing private of the vector env. Ray is imported only when this module
+is, and this module only when ``workers="ray"`` is asked for.
 
 One machine::
 
@@ -45,7 +47,8 @@ import gymnasium as gym
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayError
 
-from envgym.vector import EnvChunk, _Lost, _Workers
+from envgym.vector.chunk import EnvChunk
+from envgym.vector.workers import LostWorker, Workers
 
 __all__ = ["EnvWorker", "RayWorkers"]
 
@@ -68,7 +71,7 @@ class _EnvWorker:
 EnvWorker = ray.remote(max_restarts=0, max_task_retries=0)(_EnvWorker)
 
 
-class RayWorkers(_Workers):
+class RayWorkers(Workers):
     """The vector env's side of the actors, one per chunk of envs."""
 
     def __init__(
@@ -111,14 +114,14 @@ class RayWorkers(_Workers):
         out: dict[int, Any] = {}
         for ref, w in refs.items():
             if ref not in ready:
-                out[w] = _Lost(f"Ray actor gave no answer within {timeout_s} s")
+                out[w] = LostWorker(f"Ray actor gave no answer within {timeout_s} s")
                 continue
             try:
                 out[w] = ray.get(ref)
             except RayActorError as exc:
-                out[w] = _Lost(f"Ray actor died ({type(exc).__name__})")
+                out[w] = LostWorker(f"Ray actor died ({type(exc).__name__})")
             except RayError as exc:
-                out[w] = _Lost(f"Ray call failed: {exc}")
+                out[w] = LostWorker(f"Ray call failed: {exc}")
         return out
 
     def stop(self, w: int) -> None:
