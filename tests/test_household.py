@@ -54,7 +54,7 @@ def test_first_observation_is_alfworld_style():
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
 def test_every_level_generates_its_task_types_and_each_is_solvable(difficulty):
     env = gym.make(ENV_ID, difficulty=difficulty)
-    allowed = set(env.unwrapped.task_types)
+    allowed = set(env.unwrapped.config.task_types)
     seen = Counter()
     for seed in range(150):
         obs, info = env.reset(seed=seed)
@@ -72,6 +72,29 @@ def test_difficulty_sets_home_size(difficulty, expected):
     assert len(env._home.rec_names) == expected
     env, obs, info = make(seed=3, difficulty=difficulty, num_receptacles=25)
     assert len(env._home.rec_names) == 25
+
+
+def test_turn_limit_is_alfworlds_and_grows_with_larger_homes():
+    assert [make(difficulty=d)[0].max_turns for d in ("easy", "medium", "hard")] == [50] * 3
+    env, *_ = make(num_receptacles=40)  # 10 more than the hard level: 2 turns each
+    assert env.max_turns == 70
+    env.reset(seed=0, options={"difficulty": "hard"})  # the caller's home size stays
+    assert env.max_turns == 70 and len(env._home.rec_names) == 40
+    env, *_ = make(num_receptacles=40, max_turns=12)  # an explicit limit wins
+    assert env.max_turns == 12
+    *_, truncated, info = play(env, ["look"] * 12)
+    assert truncated and info["turn"] == 12
+
+
+def test_num_distractors_fixes_the_count_at_every_level():
+    env, obs, info = make(seed=0, num_distractors=4)
+    counts = {info["task_id"].split("-")[2]}
+    for seed, level in ((1, "easy"), (2, "medium"), (3, "hard")):
+        obs, info = env.reset(seed=seed, options={"difficulty": level})
+        counts.add(info["task_id"].split("-")[2])
+    assert counts == {"d4"}
+    obs, info = gym.make(ENV_ID, difficulty="hard").reset(seed=3)
+    assert 20 <= int(info["task_id"].split("-")[2][1:]) <= 30  # the level's range
 
 
 def test_closed_receptacles_hide_their_contents_until_opened():

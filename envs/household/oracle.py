@@ -1,10 +1,11 @@
 """The Household oracle: a planner that solves each task from what it reads.
 
 It never looks at ``info["privileged"]`` or the env's state. It reads the task
-and the receptacles from the first observation, remembers what every
-``go to`` / ``open`` showed, and uses the world's public rules (where each kind
-of object is kept, which receptacles heat, cool and clean, where lamps stand)
-to decide where to look first.
+and the receptacles from the first observation, keeps what it has seen with the
+env's own command rules (`rules.py`: what each command does, what is in reach),
+fills in what every ``go to`` / ``open`` showed, and uses the world's public
+tables (where each kind of object is kept, which receptacles heat, cool and
+clean, where lamps stand) to decide where to look first.
 """
 
 from __future__ import annotations
@@ -12,28 +13,39 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envgym.envs.household.household import LAMP_HOSTS, OPENABLE, PLACES, TOOLS
+from envgym.envs.household.rules import (
+    HomeState,
+    go_command,
+    in_reach,
+    listed_objects,
+    move_command,
+    open_command,
+    parse_command,
+    step_toward,
+    take_command,
+    tool_command,
+    use_command,
+    with_doors,
+)
+from envgym.envs.household.world import GOAL_TEXTS, LAMP_HOSTS, PLACES, TOOLS, kind_of
 
 __all__ = ["HouseholdOracle", "parse_goal"]
 
+#: The task texts as patterns: "put a hot {obj} in {place}." -> ^put a hot (?P<obj>\w+) ...
 _GOALS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), task_type)
-    for pattern, task_type in (
-        (r"^put two (\w+) in (\w+)\.$", "pick_two_and_place"),
-        (r"^find two (\w+) and put them in (\w+)\.$", "pick_two_and_place"),
-        (r"^look at (\w+) under the (\w+)\.$", "look_at_obj_in_light"),
-        (r"^examine the (\w+) with the (\w+)\.$", "look_at_obj_in_light"),
-        (r"^put a clean (\w+) in (\w+)\.$", "pick_clean_then_place"),
-        (r"^clean some (\w+) and put it in (\w+)\.$", "pick_clean_then_place"),
-        (r"^put a hot (\w+) in (\w+)\.$", "pick_heat_then_place"),
-        (r"^heat some (\w+) and put it in (\w+)\.$", "pick_heat_then_place"),
-        (r"^put a cool (\w+) in (\w+)\.$", "pick_cool_then_place"),
-        (r"^cool some (\w+) and put it in (\w+)\.$", "pick_cool_then_place"),
-        (r"^put a (\w+) in (\w+)\.$", "pick_and_place"),
-        (r"^put some (\w+) on (\w+)\.$", "pick_and_place"),
+    (
+        re.compile(
+            "^"
+            + template.replace(".", r"\.")
+            .replace("{obj}", r"(?P<obj>\w+)")
+            .replace("{place}", r"(?P<place>\w+)")
+            + "$"
+        ),
+        task_type,
     )
+    for task_type, templates in GOAL_TEXTS.items()
+    for template in templates
 )
-_ITEM = re.compile(r"\ba ([a-z]+ \d+)")
 _LAMP_SPOTS = {kind: hosts for kind, hosts in LAMP_HOSTS.values()}
 
 
@@ -42,18 +54,8 @@ def parse_goal(text: str) -> tuple[str, str, str]:
     for pattern, task_type in _GOALS:
         match = pattern.match(text.strip())
         if match is not None:
-            return task_type, match.group(1), match.group(2)
+            return task_type, match["obj"], match["place"]
     raise ValueError(f"not a Household task text: {text!r}")
-
-
-def _kind(name: str) -> str:
-    return name.rsplit(" ", 1)[0]
-
-
-def _seen(text: str) -> list[str]:
-    """The objects listed after "you see" in a feedback line."""
-    _, found, rest = text.partition("you see ")
-    return _ITEM.findall(rest) if found else []
 
 
 class HouseholdOracle:
@@ -69,11 +71,8 @@ class HouseholdOracle:
     def reset(self) -> None:
         self._task: tuple[str, str, str] | None = None
         self._recs: list[str] = []
-        self._contents: dict[str, list[str]] = {}  # receptacles seen inside
-        self._closed: set[str] = set()
-        self._loc: str | None = None
-        self._held: str | None = None
-        self._processed: set[str] = set()
+        # The home as far as seen: contents only of the receptacles seen inside.
+        self._known = HomeState({}, ())
         self._delivered: set[str] = set()
         self._target: str | None = None
         self._last = ""
@@ -91,71 +90,54 @@ class HouseholdOracle:
     def _start(self, observation: str) -> None:
         task_line = observation.rsplit("Your task is to: ", 1)[1].strip()
         self._task = parse_goal(task_line)
-        self._recs = _seen(observation.split("\n\n")[1])
+        self._recs = listed_objects(observation.split("\n\n")[1])
+        self._known = HomeState({}, with_doors(self._recs))
         task_type, _, place = self._task
         if task_type != "look_at_obj_in_light":
-            self._target = next(r for r in self._recs if _kind(r) == place)
+            self._target = next(r for r in self._recs if kind_of(r) == place)
 
     def _update(self, feedback: str) -> None:
         if feedback.startswith("Nothing happens"):
             return
-        verb, _, rest = self._last.partition(" ")
-        if verb == "go":
-            self._loc = rest[3:]
-            self._read(self._loc, feedback)
-        elif verb == "open":
-            self._closed.discard(rest)
-            self._read(rest, feedback)
-        elif verb == "take":
-            obj, _, rec = rest.partition(" from ")
-            self._contents[rec].remove(obj)
-            self._held = obj
+        command = parse_command(self._last)
+        known = self._known
+        known.do(command)
+        verb, obj, rec = command
+        if verb in ("go", "open") and in_reach(known, rec):
+            known.contents[rec] = listed_objects(feedback)
         elif verb == "move":
-            obj, _, rec = rest.partition(" to ")
-            self._contents.setdefault(rec, []).append(obj)
             self._delivered.add(obj)
-            self._held = None
-        elif verb in ("heat", "cool", "clean"):
-            self._processed.add(rest.partition(" with ")[0])
-
-    def _read(self, rec: str, feedback: str) -> None:
-        if f"The {rec} is closed." in feedback:
-            self._closed.add(rec)
-        else:
-            self._contents[rec] = _seen(feedback)
 
     # ------------------------------------------------------------ planning
     def _next(self) -> str:
         task_type, obj_type, place = self._task
-        held = self._held
+        known = self._known
+        held = known.held
         if task_type == "look_at_obj_in_light":
-            if held is not None and _kind(held) == obj_type:
+            if held is not None and kind_of(held) == obj_type:
                 lamp = self._find(place, set())
                 if lamp is None:
                     return self._explore(_LAMP_SPOTS[place])
-                if self._loc != lamp[1]:
-                    return "go to " + lamp[1]
-                return "use " + lamp[0]
+                return step_toward(known, lamp[1], inside=False) or use_command(lamp[0])
             return self._fetch(obj_type)
         if held is None:
             return self._fetch(obj_type)
-        if task_type in TOOLS and held not in self._processed:
+        if task_type in TOOLS:
             verb, kinds = TOOLS[task_type]
-            tool = next(r for r in self._recs if _kind(r) in kinds)
-            if self._loc != tool:
-                return "go to " + tool
-            return f"{verb} {held} with {tool}"
-        return self._visit(self._target) or f"move {held} to {self._target}"
+            if held not in known.processed_by(verb):
+                tool = next(r for r in self._recs if kind_of(r) in kinds)
+                return step_toward(known, tool, inside=False) or tool_command(verb, held, tool)
+        return step_toward(known, self._target) or move_command(held, self._target)
 
     def _find(self, kind: str, skip: set[str]) -> tuple[str, str] | None:
         """A known (object, receptacle) of `kind`, not in `skip`; the current place first."""
-        here = self._contents.get(self._loc or "", [])
-        for obj in here:
-            if _kind(obj) == kind and obj not in skip:
-                return obj, self._loc
-        for rec, items in self._contents.items():
+        known = self._known
+        for obj in known.contents.get(known.loc, []):
+            if kind_of(obj) == kind and obj not in skip:
+                return obj, known.loc
+        for rec, items in known.contents.items():
             for obj in items:
-                if _kind(obj) == kind and obj not in skip and rec != self._target:
+                if kind_of(obj) == kind and obj not in skip and rec != self._target:
                     return obj, rec
         return None
 
@@ -164,20 +146,13 @@ class HouseholdOracle:
         if found is None:
             return self._explore(PLACES.get(kind, ()))
         obj, rec = found
-        return self._visit(rec) or f"take {obj} from {rec}"
-
-    def _visit(self, rec: str) -> str | None:
-        """The next step to stand at `rec` with it open, or None when there."""
-        if self._loc != rec:
-            return "go to " + rec
-        if rec in self._closed:
-            return "open " + rec
-        return None
+        return step_toward(self._known, rec) or take_command(obj, rec)
 
     def _explore(self, likely: tuple[str, ...]) -> str:
-        if self._loc in self._closed:  # arrived at a closed one while exploring
-            return "open " + self._loc
-        unseen = [r for r in self._recs if r not in self._contents]
+        known = self._known
+        if known.loc is not None and not in_reach(known, known.loc):
+            return open_command(known.loc)  # arrived at a closed one while exploring
+        unseen = [r for r in self._recs if r not in known.contents]
         # Likely places first; among them open surfaces (one turn) before doors (two).
-        unseen.sort(key=lambda r: (_kind(r) not in likely, _kind(r) in OPENABLE))
-        return "go to " + unseen[0] if unseen else "look"
+        unseen.sort(key=lambda r: (kind_of(r) not in likely, not in_reach(known, r)))
+        return go_command(unseen[0]) if unseen else "look"
