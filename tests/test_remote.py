@@ -45,7 +45,8 @@ from envgym.remote import (  # noqa: E402
     serve_in_subprocess,
 )
 from envgym.remote.client import fetch_json  # noqa: E402
-from envgym.remote.protocol import encode_frame, public_info, to_jsonable  # noqa: E402
+from envgym.remote.messages import observation_reply  # noqa: E402
+from envgym.remote.protocol import public_info, to_jsonable  # noqa: E402
 
 SOKOBAN = "envgym/Sokoban-v0"
 FROZEN = "envgym/FrozenLake-v0"
@@ -714,8 +715,11 @@ def test_info_values_json_cannot_hold_arrive_as_plain_json():
         "grid": np.arange(3),
         3: "int key",
     }
-    frame = json.loads(encode_frame({"type": "observation", "data": {"info": info}}))
-    assert frame["data"]["info"] == {
+    reply = observation_reply(
+        "", info, reward=0.0, terminated=False, truncated=False, episode_id="e", turn=0
+    )
+    frame = json.loads(reply)
+    assert frame["data"]["observation"]["info"] == {
         "pos": [1, 2],
         "tags": ["a", "b"],
         "score": 0.5,
@@ -723,6 +727,17 @@ def test_info_values_json_cannot_hold_arrive_as_plain_json():
         "3": "int key",
     }
     assert to_jsonable({"x": object})["x"] == str(object)
+
+
+def test_the_client_side_needs_no_server_packages():
+    # A trainer that only connects (RemoteEnv, DockerEnv) imports no web framework.
+    code = (
+        "import sys; import envgym.remote; from envgym.remote import RemoteEnv, ServerAddress; "
+        "import envgym.remote.container; "
+        "print(sorted({'fastapi', 'starlette', 'uvicorn', 'pydantic'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_server_addresses_parse_from_what_users_type():

@@ -52,9 +52,10 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_doctor(args: argparse.Namespace) -> int:
+    from envgym.remote.image import RUNTIME_IMAGE, runtime_image_problem
     from envgym.sandbox import doctor
 
-    rows = doctor()
+    rows = doctor(extra_images={RUNTIME_IMAGE: runtime_image_problem})
     print_table(["check", "ok", "detail"], [[n, "yes" if ok else "NO", d] for n, ok, d in rows])
     return EXIT_OK if any(n == "auto picks" and ok for n, ok, _ in rows) else EXIT_FAILED
 

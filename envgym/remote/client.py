@@ -12,28 +12,27 @@ whole life and gives back what the local env would: the same text, reward,
 terminated/truncated and info for the same seeds and actions (info travels as
 JSON, so tuples arrive as lists), except that ``info["privileged"]`` is there
 only when the server was started with ``--send-privileged``
-(`RemoteEnv.privileged_sent` says which). Only ``websockets`` is needed; the
-spaces come from the server's ``GET /schema``.
+(`RemoteEnv.privileged_sent` says which). It needs ``websockets`` and
+``httpx`` (for ``GET /schema``, where the spaces come from), not the server's
+web framework.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
 import time
 from typing import Any
 
 import gymnasium as gym
 
 from envgym.core import render_text
+from envgym.remote.address import ServerAddress
 from envgym.remote.protocol import (
     CLOSE_MESSAGE_TOO_BIG,
     CLOSE_TRY_AGAIN_LATER,
     ErrorCode,
     text_space_from_json,
 )
-from envgym.remote.server import ServerAddress
 
 __all__ = [
     "RemoteEnv",
@@ -48,6 +47,7 @@ __all__ = [
 _MISSING_WEBSOCKETS = (
     "RemoteEnv needs the websockets package: pip install 'envgym[remote]' (or websockets>=15)"
 )
+_MISSING_HTTPX = "RemoteEnv needs the httpx package: pip install 'envgym[remote]' (or httpx)"
 
 
 class RemoteEnvError(RuntimeError):
@@ -71,46 +71,39 @@ class SessionClosed(RemoteEnvError):
 
 
 # ------------------------------------------------------------------- HTTP
-class _UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(self._path)
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
-
-
 def fetch_json(address: ServerAddress, path: str, timeout_s: float = 10.0) -> Any:
     """``GET path`` from an envgym server, parsed; `ServerUnreachable` if nothing answers."""
-    if address.uds is not None:
-        conn: http.client.HTTPConnection = _UnixHTTPConnection(address.uds, timeout_s)
-    else:
-        conn = http.client.HTTPConnection(address.host or "", address.port, timeout=timeout_s)
     try:
-        conn.request("GET", path)
-        response = conn.getresponse()
-        body = response.read()
-    except OSError as exc:
+        import httpx
+    except ImportError:
+        raise ImportError(_MISSING_HTTPX) from None
+    if address.uds is not None:
+        # The host part of the URL is ignored over a Unix socket.
+        transport = httpx.HTTPTransport(uds=address.uds)
+        base_url = "http://localhost"
+    else:
+        transport = httpx.HTTPTransport()
+        base_url = address.base_url
+    try:
+        # trust_env=False: an HTTP proxy from the environment has no business on a local link.
+        with httpx.Client(
+            transport=transport, base_url=base_url, timeout=timeout_s, trust_env=False
+        ) as http:
+            response = http.get(path)
+    except httpx.TransportError as exc:
+        reason = str(exc) or type(exc).__name__
         raise ServerUnreachable(
-            f"no envgym server answers at {address} ({exc.strerror or exc}); start one with "
+            f"no envgym server answers at {address} ({reason}); start one with "
             f"`envgym serve ID {_serve_flag(address)}`",
             ErrorCode.SESSION_ERROR,
         ) from None
-    finally:
-        conn.close()
-    if response.status != 200:
+    if response.status_code != 200:
         raise ServerUnreachable(
-            f"GET {path} at {address} answered HTTP {response.status}; is this an envgym server?"
+            f"GET {path} at {address} answered HTTP {response.status_code}; "
+            "is this an envgym server?"
         )
     try:
-        return json.loads(body)
+        return response.json()
     except ValueError:
         raise ServerUnreachable(
             f"GET {path} at {address} did not return JSON; is this an envgym server?"

@@ -30,19 +30,18 @@ import tempfile
 import time
 from typing import Any
 
+from envgym.remote.address import ServerAddress
 from envgym.remote.client import RemoteEnv, ServerUnreachable, wait_for_server
-from envgym.remote.server import ServerAddress, serve_command
+from envgym.remote.image import RUNTIME_IMAGE, runtime_image_problem
+from envgym.remote.launcher import serve_command
 from envgym.sandbox.base import SandboxError
 from envgym.sandbox.images import (
     CONTAINER_LABEL,
     OWNER_HOST_LABEL,
     OWNER_PID_LABEL,
-    RUNTIME_IMAGE,
     docker_client,
-    image_problem,
 )
 
-BACKENDS = ("local", "docker")
 #: The container's uid and gid when the host process is root: one no host
 #: account uses, so no host process but root's can reach the socket.
 SERVER_UID = 630_000
@@ -113,7 +112,7 @@ class ContainerServer:
         self.container = None
         self._socket_dir: str | None = None
         client = docker_client()
-        problem = image_problem(client, image)
+        problem = runtime_image_problem(client, image)
         if problem:
             raise SandboxError(problem)
         # The server must create its socket here, and no one else may reach it.
@@ -275,14 +274,3 @@ class DockerEnv(RemoteEnv):
             self._remove_container()
         except Exception:
             pass
-
-
-def make_in_backend(env_cls: type, backend: str, kwargs: dict[str, Any]):
-    """The env of class ``env_cls`` with ``kwargs``, run by ``backend``."""
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown env backend {backend!r}; choose one of {BACKENDS}")
-    from envgym.registry import env_id_of
-
-    env_id = env_id_of(env_cls)
-    render_mode = kwargs.pop("render_mode", None)
-    return DockerEnv(env_id, kwargs, render_mode=render_mode)

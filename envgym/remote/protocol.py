@@ -27,13 +27,14 @@ A client message may be at most `max_message_bytes` long: the longest action
 the env's space holds, JSON-escaped, plus `MESSAGE_ENVELOPE_BYTES` for the
 rest (reset options). A longer one closes its session with code 1009.
 
-This module only builds and checks plain dicts; it imports nothing beyond the
-standard library, gymnasium and numpy.
+This module holds what both ends need (codes, limits, spaces as JSON) and
+imports nothing beyond the standard library, gymnasium and numpy, so a client
+needs no web framework; the server's pydantic models of these messages are in
+`envgym.remote.messages`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,10 +52,7 @@ __all__ = [
     "MESSAGE_ENVELOPE_BYTES",
     "PRIVILEGED_KEY",
     "PROTOCOL_VERSION",
-    "encode_frame",
-    "error_frame",
     "max_message_bytes",
-    "observation_frame",
     "public_info",
     "text_space_from_json",
     "text_space_to_json",
@@ -147,50 +145,6 @@ def max_message_bytes(action_space: spaces.Text) -> int:
     longest JSON escape, fits with `MESSAGE_ENVELOPE_BYTES` to spare.
     """
     return _MAX_ESCAPED_CHAR_BYTES * action_space.max_length + MESSAGE_ENVELOPE_BYTES
-
-
-def observation_frame(
-    text: str,
-    info: Mapping[str, Any],
-    *,
-    reward: float,
-    terminated: bool,
-    truncated: bool,
-    episode_id: str,
-    turn: int,
-) -> dict[str, Any]:
-    """The reply to ``reset`` and ``step``; `encode_frame` makes `info` JSON-safe."""
-    return {
-        "type": "observation",
-        "data": {
-            "observation": {"text": text, "info": info},
-            "reward": float(reward),
-            "done": bool(terminated or truncated),
-            "metadata": {
-                "terminated": bool(terminated),
-                "truncated": bool(truncated),
-                "episode_id": episode_id,
-                "turn": turn,
-            },
-        },
-    }
-
-
-def encode_frame(frame: Mapping[str, Any]) -> str:
-    """`frame` as JSON text; values JSON cannot hold go through `to_jsonable` first.
-
-    Most info dicts are plain JSON already, so the C encoder runs first and the
-    (slower) conversion only when it refuses something.
-    """
-    try:
-        return json.dumps(frame, allow_nan=True)
-    except (TypeError, ValueError):
-        return json.dumps(to_jsonable(frame))
-
-
-def error_frame(code: str, message: str, **extra: Any) -> dict[str, Any]:
-    """An error reply; the session stays open unless the server also closes it."""
-    return {"type": "error", "data": {"message": message, "code": code, **to_jsonable(extra)}}
 
 
 def text_space_to_json(space: spaces.Space) -> dict[str, Any]:

@@ -22,6 +22,8 @@ import os
 import socket
 import time
 import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from envgym.sandbox.base import ExecResult, Limits, Sandbox, SandboxError
 from envgym.sandbox.pool import SandboxPool
@@ -207,12 +209,19 @@ def _bwrap_memory_row() -> tuple[str, bool, str]:
     return ("bwrap memory limit", True, f"{where}: a job's processes together")
 
 
-def doctor() -> list[tuple[str, bool, str]]:
-    """What works on this machine, and why not: (check, ok, detail) rows."""
+def doctor(
+    extra_images: Mapping[str, Callable[[Any], str | None]] | None = None,
+) -> list[tuple[str, bool, str]]:
+    """What works on this machine, and why not: (check, ok, detail) rows.
+
+    `extra_images` are more images to check, each name with its
+    ``problem(docker_client) -> str | None``: the runtime image is
+    ``{RUNTIME_IMAGE: runtime_image_problem}`` from `envgym.remote.image`
+    (this package imports nothing of envgym beyond itself).
+    """
     from envgym.sandbox.bwrap import bwrap_binary
     from envgym.sandbox.images import (
         BASE_IMAGE,
-        RUNTIME_IMAGE,
         SANDBOX_IMAGE,
         docker_client,
         image_problem,
@@ -223,8 +232,12 @@ def doctor() -> list[tuple[str, bool, str]]:
     try:
         client = docker_client(timeout=5)
         rows.append(("docker daemon", True, client.version().get("Version", "?")))
-        for image in (BASE_IMAGE, SANDBOX_IMAGE, RUNTIME_IMAGE):
-            problem = image_problem(client, image)
+        checks = {
+            image: functools.partial(image_problem, image=image)
+            for image in (BASE_IMAGE, SANDBOX_IMAGE)
+        }
+        for image, problem_of in {**checks, **(extra_images or {})}.items():
+            problem = problem_of(client)
             rows.append((f"image {image}", problem is None, problem or "built"))
     except SandboxError as exc:
         rows.append(("docker daemon", False, str(exc)))

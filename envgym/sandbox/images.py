@@ -3,9 +3,12 @@
 1. ``containers/build-rootfs.sh`` debootstraps a minimal Debian with python3
    and numpy into a cache folder. bubblewrap uses that folder as its system.
 2. The folder is imported as the base image (``docker import``).
-3. ``containers/Dockerfile.sandbox`` and ``Dockerfile.runtime`` build ``FROM``
-   the base with ``--network none``; they only copy (the job runner; envgym and
-   its dependencies, installed on the host with pip into the build context).
+3. ``containers/Dockerfile.sandbox`` builds ``FROM`` the base with
+   ``--network none``; it only copies the job runner in.
+
+The runtime image (envgym itself, for ``gym.make(id, backend="docker")``) is
+built ``FROM`` the same base by `envgym.remote.image`, with `build_image`.
+This module imports nothing of envgym beyond the sandbox package.
 """
 
 from __future__ import annotations
@@ -23,23 +26,12 @@ from envgym.sandbox.base import RUNNER_PATH, SandboxError
 
 BASE_IMAGE = "envgym-base:latest"
 SANDBOX_IMAGE = "envgym-sandbox:latest"
-RUNTIME_IMAGE = "envgym-runtime:latest"
 #: Image label holding the hash of the runner the image carries.
 RUNNER_LABEL = "envgym.runner"
-#: Image label holding the hash of the envgym source the runtime image carries.
-SOURCE_LABEL = "envgym.source"
 #: Label on every container envgym starts; `envgym sandbox gc` removes them.
 CONTAINER_LABEL = "envgym.sandbox"
 OWNER_PID_LABEL = "envgym.owner-pid"
 OWNER_HOST_LABEL = "envgym.owner-host"
-#: Extra Python packages the runtime image needs to serve envs.
-RUNTIME_PACKAGES = (
-    "fastapi>=0.110",
-    "uvicorn>=0.30",
-    "websockets>=13",
-    "bm25s>=0.2",
-    "httpx>=0.25",
-)
 
 
 def containers_dir() -> Path:
@@ -70,21 +62,6 @@ def rootfs_path() -> Path:
 
 def runner_hash() -> str:
     return hashlib.sha256(RUNNER_PATH.read_bytes()).hexdigest()[:16]
-
-
-def source_hash() -> str:
-    """A hash of envgym's Python source (envgym/ and the mapped envs/) as installed here."""
-    import envgym
-    import envgym.envs
-
-    digest = hashlib.sha256()
-    for root in (Path(envgym.__file__).parent, Path(envgym.envs.__file__).parent):
-        for path in sorted(root.rglob("*.py")):
-            if "__pycache__" in path.parts:
-                continue
-            digest.update(str(path.relative_to(root.parent)).encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
 
 
 def docker_client(timeout: float = 60):
@@ -118,35 +95,31 @@ def image_problem(client, image: str) -> str | None:
         return f"image {image} is not built; run `envgym sandbox build`"
     if image == SANDBOX_IMAGE and found.labels.get(RUNNER_LABEL) != runner_hash():
         return f"image {image} carries an older job runner; run `envgym sandbox build`"
-    if image == RUNTIME_IMAGE and found.labels.get(SOURCE_LABEL) != source_hash():
-        return (
-            f"image {image} holds a different envgym than this one; run `envgym sandbox build` "
-            "to put this envgym in it"
-        )
     return None
 
 
 Progress = Callable[[str], None]
 
 
-def _say(message: str) -> None:
+def print_progress(message: str) -> None:
+    """The default `Progress`: one line on stderr."""
     print(message, file=sys.stderr, flush=True)
 
 
-def build_rootfs(dest: Path | None = None, progress: Progress = _say) -> Path:
+def build_rootfs(dest: Path | None = None, progress: Progress = print_progress) -> Path:
     dest = dest or rootfs_path()
     if os.geteuid() != 0:
         raise SandboxError("building the root filesystem needs root (debootstrap); run as root")
     if shutil.which("debootstrap") is None:
         raise SandboxError("debootstrap is not installed: apt-get install debootstrap")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    progress(f"[1/4] root filesystem: debootstrap into {dest}")
+    progress(f"[1/3] root filesystem: debootstrap into {dest}")
     subprocess.run(["sh", str(containers_dir() / "build-rootfs.sh"), str(dest)], check=True)
     return dest
 
 
 def _import_base(rootfs: Path, progress: Progress) -> None:
-    progress(f"[2/4] base image {BASE_IMAGE}: docker import of {rootfs}")
+    progress(f"[2/3] base image {BASE_IMAGE}: docker import of {rootfs}")
     tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
     try:
         subprocess.run(
@@ -160,7 +133,9 @@ def _import_base(rootfs: Path, progress: Progress) -> None:
         tar.wait()
 
 
-def _build(client, dockerfile: str, context: Path, tag: str, labels: dict) -> None:
+def build_image(client, dockerfile: str, context: Path, tag: str, labels: dict) -> None:
+    """``docker build`` of ``containers/<dockerfile>`` ``FROM`` the base image, in
+    `context` (a folder holding what the Dockerfile copies), with no network."""
     shutil.copy(containers_dir() / dockerfile, context / dockerfile)
     try:
         client.images.build(
@@ -179,29 +154,14 @@ def _build(client, dockerfile: str, context: Path, tag: str, labels: dict) -> No
         raise SandboxError(f"docker build of {tag} failed: {exc}\n{lines}") from exc
 
 
-def _project_root() -> Path | None:
-    root = Path(__file__).resolve().parents[2]
-    return root if (root / "pyproject.toml").exists() and (root / "envs").is_dir() else None
-
-
-def _install_envgym(site: Path, progress: Progress) -> None:
-    """pip-install envgym and the server's dependencies into ``site``."""
-    root = _project_root()
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(site)]
-    if root is not None:
-        subprocess.run([*pip, str(root), *RUNTIME_PACKAGES], check=True)
-        return
-    # An installed envgym: copy the package, install its dependencies.
-    import envgym
-
-    shutil.copytree(Path(envgym.__file__).parent, site / "envgym")
-    subprocess.run([*pip, "gymnasium>=1.0,<2", "pettingzoo>=1.24", *RUNTIME_PACKAGES], check=True)
-
-
 def build_images(
-    rebuild_rootfs: bool = False, runtime: bool = True, progress: Progress = _say
+    rebuild_rootfs: bool = False, runtime: bool = False, progress: Progress = print_progress
 ) -> None:
-    """Build whatever is missing: root filesystem, base, sandbox and runtime images."""
+    """Build whatever is missing: the root filesystem, the base and the sandbox image.
+
+    `runtime` is ignored (kept for old callers): the runtime image is
+    `envgym.remote.image.build_runtime_image`'s, built after these.
+    """
     import docker
 
     client = docker_client()
@@ -210,7 +170,7 @@ def build_images(
     if fresh_rootfs:
         build_rootfs(rootfs, progress)
     else:
-        progress(f"[1/4] root filesystem: {rootfs} exists (--rebuild to redo it)")
+        progress(f"[1/3] root filesystem: {rootfs} exists (--rebuild to redo it)")
     try:
         client.images.get(BASE_IMAGE)
         have_base = True
@@ -219,17 +179,12 @@ def build_images(
     if fresh_rootfs or not have_base:
         _import_base(rootfs, progress)
     else:
-        progress(f"[2/4] base image {BASE_IMAGE} exists")
-    progress(f"[3/4] sandbox image {SANDBOX_IMAGE} (docker build --network none)")
+        progress(f"[2/3] base image {BASE_IMAGE} exists")
+    progress(f"[3/3] sandbox image {SANDBOX_IMAGE} (docker build --network none)")
     with tempfile.TemporaryDirectory(prefix="envgym-build-") as tmp:
         context = Path(tmp)
         shutil.copy(RUNNER_PATH, context / "runner.py")
-        _build(client, "Dockerfile.sandbox", context, SANDBOX_IMAGE, {RUNNER_LABEL: runner_hash()})
-    if not runtime:
-        return
-    progress(f"[4/4] runtime image {RUNTIME_IMAGE}: pip install envgym into the build context")
-    with tempfile.TemporaryDirectory(prefix="envgym-build-") as tmp:
-        context = Path(tmp)
-        _install_envgym(context / "site", progress)
-        _build(client, "Dockerfile.runtime", context, RUNTIME_IMAGE, {SOURCE_LABEL: source_hash()})
-    progress("images ready: " + ", ".join((BASE_IMAGE, SANDBOX_IMAGE, RUNTIME_IMAGE)))
+        build_image(
+            client, "Dockerfile.sandbox", context, SANDBOX_IMAGE, {RUNNER_LABEL: runner_hash()}
+        )
+    progress("images ready: " + ", ".join((BASE_IMAGE, SANDBOX_IMAGE)))

@@ -15,15 +15,14 @@ string is answered 422 with ``{"error": "...", "detail": [...]}`` saying what to
 fix. `envgym.envs.search.retrieval.RemoteRetriever` is the client.
 """
 
-import asyncio
 import json
 import socket
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
+from envgym.serving import AppServer, socket_url
 from envgym.sockets import listening_socket
 
 from .retrieval import Retriever, _require
@@ -112,19 +111,29 @@ def bind_socket(
     return listening_socket(host, port, uds)
 
 
-def _address(sock: socket.socket) -> str:
-    if sock.family == socket.AF_UNIX:
-        return f"unix:{sock.getsockname()}"
-    host, port = sock.getsockname()[:2]
-    return f"http://{host}:{port}"
-
-
-def _uvicorn_server(app: Any, log_level: str) -> Any:
-    uvicorn = _require("uvicorn", "the retrieval server")
-    config = uvicorn.Config(
-        app, log_level=log_level, access_log=False, lifespan="off", timeout_keep_alive=600
+def _app_server(
+    retriever: Retriever,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    uds: str | Path | None = None,
+    info: dict[str, Any] | None = None,
+    on_ready: Callable[[str], None] | None = None,
+    log_level: str = "warning",
+) -> AppServer:
+    """The retrieval app on a freshly bound socket (`envgym.serving`, as ``envgym serve``)."""
+    _require("uvicorn", "the retrieval server")
+    app = create_app(retriever, info)  # before binding: a missing fastapi leaves no socket
+    sock = bind_socket(host=host, port=port, uds=uds)
+    address = socket_url(sock)
+    return AppServer(
+        app,
+        sock,
+        on_ready=None if on_ready is None else (lambda: on_ready(address)),
+        log_level=log_level,
+        lifespan="off",
+        timeout_keep_alive=600,
     )
-    return uvicorn.Server(config)
 
 
 def serve(
@@ -137,18 +146,19 @@ def serve(
     on_ready: Callable[[str], None] | None = None,
     log_level: str = "warning",
 ) -> None:
-    """Serve `retriever` until interrupted. `on_ready(address)` is called once the
-    socket listens (``http://127.0.0.1:PORT`` or ``unix:/path``)."""
-    sock = bind_socket(host=host, port=port, uds=uds)
-    server = _uvicorn_server(create_app(retriever, info), log_level)
-    try:
-        if on_ready is not None:
-            on_ready(_address(sock))
-        server.run(sockets=[sock])
-    finally:
-        sock.close()
-        if uds is not None:
-            Path(uds).unlink(missing_ok=True)
+    """Serve `retriever` until interrupted (Ctrl-C; SIGTERM stops it cleanly).
+    `on_ready(address)` is called once the server accepts requests
+    (``http://127.0.0.1:PORT`` or ``unix:/path``)."""
+    server = _app_server(
+        retriever,
+        host=host,
+        port=port,
+        uds=uds,
+        info=info,
+        on_ready=on_ready,
+        log_level=log_level,
+    )
+    server.run()
 
 
 class RetrievalServer:
@@ -168,29 +178,16 @@ class RetrievalServer:
         info: dict[str, Any] | None = None,
     ) -> None:
         self.uds = str(uds) if uds is not None else None
-        self._sock = bind_socket(port=port, uds=uds)
-        self.address = _address(self._sock)
+        self._server = _app_server(retriever, port=port, uds=uds, info=info)
+        self.address = self._server.url
         self.url = self.address if self.uds is None else None
-        self._server = _uvicorn_server(create_app(retriever, info), "warning")
-        self._thread: threading.Thread | None = None
 
     def start(self) -> "RetrievalServer":
-        def run() -> None:
-            # uvicorn installs signal handlers only on the main thread; a fresh loop here.
-            asyncio.run(self._server.serve(sockets=[self._sock]))
-
-        self._thread = threading.Thread(target=run, name="envgym-retrieval-server", daemon=True)
-        self._thread.start()
+        self._server.start(thread_name="envgym-retrieval-server")
         return self
 
     def stop(self) -> None:
-        self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-            self._thread = None
-        self._sock.close()
-        if self.uds is not None:
-            Path(self.uds).unlink(missing_ok=True)
+        self._server.close()
 
     def __enter__(self) -> "RetrievalServer":
         return self.start()

@@ -1,0 +1,180 @@
+"""`AppServer`: one ASGI app served by uvicorn on one listening socket.
+
+The one way envgym runs its HTTP servers: ``envgym serve`` (the env server,
+`envgym.remote.launcher`) and ``envgym search serve`` (the retrieval server,
+`envgym.envs.search.server`). The socket comes from `envgym.sockets` (TCP on
+127.0.0.1 or an owner-only Unix socket), bound before serving so that port 0
+has picked its port by then. `AppServer.run` serves in this thread until
+`stop`, Ctrl-C or SIGTERM (a clean stop, as ``docker stop`` and
+``Popen.terminate`` ask); `AppServer.start` serves on a background thread
+until `close`. Either way the socket is closed, and a Unix socket's file
+removed, once serving ends.
+
+Imports only the standard library, and uvicorn when an `AppServer` is made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["AppServer", "ServingError", "socket_url"]
+
+
+class ServingError(RuntimeError):
+    """A server did not start serving (its app failed at startup, or took too long)."""
+
+
+def socket_url(sock: socket.socket) -> str:
+    """Where `sock` listens: ``http://HOST:PORT`` or ``unix:PATH``."""
+    if sock.family == socket.AF_UNIX:
+        return f"unix:{sock.getsockname()}"
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+class AppServer:
+    """`app` served by uvicorn on `sock`, a listening socket this object now owns.
+
+    Args:
+        app: an ASGI application (a FastAPI app).
+        sock: a listening socket (`envgym.sockets.listening_socket`).
+        on_ready: called (on the serving thread) once the server accepts connections.
+        log_level: uvicorn's log level.
+        uvicorn_options: more `uvicorn.Config` fields (``ws``, ``lifespan``, ...);
+            the access log is off unless asked for.
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        sock: socket.socket,
+        *,
+        on_ready: Callable[[], None] | None = None,
+        log_level: str = "warning",
+        **uvicorn_options: Any,
+    ) -> None:
+        self.sock = sock
+        #: the Unix socket's path, removed once serving ends; None on TCP
+        self.uds: str | None = sock.getsockname() if sock.family == socket.AF_UNIX else None
+        self.on_ready = on_ready
+        self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._failure: BaseException | None = None
+        try:
+            self._server = _uvicorn_server(app, log_level, self._ready, uvicorn_options)
+        except BaseException:
+            self._release_socket()
+            raise
+
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT`` or ``unix:PATH``."""
+        return socket_url(self.sock)
+
+    def run(self) -> None:
+        """Serve in this thread until `stop`, Ctrl-C (KeyboardInterrupt) or SIGTERM (a
+        clean return, when this is the main thread); the socket is released after."""
+        try:
+            with _sigterm_as_exception():
+                self._server.run(sockets=[self.sock])
+        except _Terminated:
+            pass  # a clean stop, as asked (docker stop, kill)
+        finally:
+            self._release_socket()
+
+    def start(self, timeout_s: float = 60.0, thread_name: str = "envgym-server") -> AppServer:
+        """Serve on a daemon thread; return once connections are accepted.
+
+        `ServingError` (the server released) if it fails or takes over `timeout_s`.
+        """
+
+        def serve() -> None:
+            try:
+                self._server.run(sockets=[self.sock])
+            except BaseException as exc:  # SystemExit from a failed startup included
+                self._failure = exc
+            finally:
+                self._started.set()
+
+        self._thread = threading.Thread(target=serve, name=thread_name, daemon=True)
+        self._thread.start()
+        if not self._started.wait(timeout_s) or self._failure or not self._server.started:
+            self.close()
+            why = repr(self._failure) if self._failure else f"not serving within {timeout_s:g} s"
+            raise ServingError(why)
+        return self
+
+    def stop(self) -> None:
+        """Ask the server to stop (from any thread); it finishes open requests first."""
+        self._server.should_exit = True
+
+    def close(self) -> None:
+        """Stop a server `start` began, wait for its thread, and release the socket."""
+        self.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        self._release_socket()
+
+    def __enter__(self) -> AppServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _ready(self) -> None:
+        if self.on_ready is not None:
+            self.on_ready()
+        self._started.set()
+
+    def _release_socket(self) -> None:
+        self.sock.close()
+        if self.uds is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.uds)
+
+
+def _uvicorn_server(
+    app: Any, log_level: str, on_ready: Callable[[], None], options: dict[str, Any]
+) -> Any:
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                on_ready()
+
+    return _Server(uvicorn.Config(app, log_level=log_level, **{"access_log": False, **options}))
+
+
+class _Terminated(Exception):
+    pass
+
+
+def _raise_terminated(_signum: int, _frame: Any) -> None:
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_as_exception() -> Iterator[None]:
+    """Make SIGTERM an exception while serving, so the socket file is removed.
+
+    uvicorn handles SIGTERM itself (a graceful shutdown), then raises the signal
+    again for the previous handler; with the default one the process would die
+    before cleaning up.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
