@@ -208,10 +208,9 @@ class TextEnv(gym.Env[str, str]):
         return config
 
     def _set_difficulty(self, difficulty: str) -> None:
-        self.difficulty = difficulty
-        self.config = self._configure(
-            dataclasses.replace(self._preset(difficulty), **self.overrides)
-        )
+        # Checked before anything is set: a refused level leaves the env as it was.
+        config = self._configure(dataclasses.replace(self._preset(difficulty), **self.overrides))
+        self.difficulty, self.config = difficulty, config
         self.max_turns = self.config.max_turns
 
     # ----------------------------------------------------------------- hooks

@@ -247,7 +247,7 @@ def test_difficulty_sets_room_size_and_box_count(difficulty, shape, boxes):
     rows = board_from_observation(obs).split("\n")
     assert (len(rows), len(rows[0])) == shape
     assert sum(row.count("$") + row.count("*") for row in rows) == boxes
-    assert info["privileged"]["optimal_pushes"] >= env.unwrapped.min_pushes
+    assert info["privileged"]["optimal_pushes"] >= env.unwrapped.config.min_pushes
 
 
 def test_size_and_box_kwargs_override_the_preset():

@@ -5,19 +5,27 @@ moves per reply as the env allows. On slippery ice it runs finite-horizon value
 iteration over the slip model documented in `FrozenLakeEnv` and sends one move
 per reply: the move that maximises the probability of reaching the goal within
 the turns left. Either way it sees only what a model sees, plus the env's
-configuration (`max_actions_per_turn`, `slippery`).
+configuration (`max_actions_per_turn`, `slippery`). It plans with the env's
+own move rule and search (`envgym.envs.frozenlake.lake`).
 """
 
 from __future__ import annotations
 
 import re
-from collections import deque
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from envgym.envs.frozenlake.frozenlake import ACTIONS, DELTAS, SLIP_OUTCOMES
+from envgym.envs.frozenlake.lake import (
+    ACTIONS,
+    GOAL,
+    HOLE,
+    SLIP_OUTCOMES,
+    breadth_first,
+    move_between,
+    neighbours,
+)
 
 __all__ = ["FrozenLakeOracle", "parse_observation"]
 
@@ -43,14 +51,6 @@ def parse_observation(observation: str) -> tuple[list[str], tuple[int, int], int
     rows[r] = rows[r].replace("P", "F")
     match = _TURNS_LEFT.search(observation)
     return rows, (r, c), int(match.group(1)) if match else None
-
-
-def _step(rows: list[str], r: int, c: int, move: int) -> tuple[int, int]:
-    dr, dc = DELTAS[move]
-    rr, cc = r + dr, c + dc
-    if 0 <= rr < len(rows) and 0 <= cc < len(rows[0]):
-        return rr, cc
-    return r, c
 
 
 class FrozenLakeOracle:
@@ -109,28 +109,26 @@ class FrozenLakeOracle:
     @staticmethod
     def _shortest_path(rows: list[str], r: int, c: int) -> list[str]:
         """Move names of a shortest hole-free path to G (empty if none)."""
-        came: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {(r, c): None}
-        queue = deque([(r, c)])
-        while queue:
-            cell = queue.popleft()
-            if rows[cell[0]][cell[1]] == "G":
-                path = []
-                while came[cell] is not None:
-                    cell, move = came[cell]
-                    path.append(ACTIONS[move])
-                return path[::-1]
-            for move in range(4):
-                nxt = _step(rows, cell[0], cell[1], move)
-                if nxt not in came and rows[nxt[0]][nxt[1]] != "H":
-                    came[nxt] = (cell, move)
-                    queue.append(nxt)
-        return []
+        tiles, n_rows, n_cols = "".join(rows), len(rows), len(rows[0])
+        here = r * n_cols + c
+        distance, came_from = breadth_first(tiles, n_rows, n_cols, here)
+        goal = tiles.find(GOAL)
+        if goal < 0 or distance[goal] < 0:
+            return []
+        table = neighbours(n_rows, n_cols)
+        path = []
+        tile = goal
+        while tile != here:  # back from the goal to here, along the search
+            path.append(move_between(table, came_from[tile], tile))
+            tile = came_from[tile]
+        return path[::-1]
 
     @staticmethod
     def _safe_move(rows: list[str], r: int, c: int) -> str:
-        for move in range(4):
-            rr, cc = _step(rows, r, c, move)
-            if rows[rr][cc] != "H":
+        """The first move that does not end in a hole (Up if every one does)."""
+        tiles, n_cols = "".join(rows), len(rows[0])
+        for move, there in enumerate(neighbours(len(rows), n_cols)[r * n_cols + c]):
+            if tiles[there] != HOLE:
                 return ACTIONS[move]
         return ACTIONS[0]
 
@@ -151,14 +149,9 @@ class FrozenLakeOracle:
             return plan
         n_rows, n_cols = len(rows), len(rows[0])
         tiles = np.array(list("".join(rows)))
-        goal, holes = tiles == "G", tiles == "H"
+        goal, holes = tiles == GOAL, tiles == HOLE
         cells = np.arange(n_rows * n_cols)
-        rr, cc = np.divmod(cells, n_cols)
-        nbrs = np.empty((n_rows * n_cols, 4), dtype=np.int64)
-        for move, (dr, dc) in enumerate(DELTAS):
-            tr, tc = rr + dr, cc + dc
-            inside = (tr >= 0) & (tr < n_rows) & (tc >= 0) & (tc < n_cols)
-            nbrs[:, move] = np.where(inside, tr * n_cols + tc, cells)
+        nbrs = np.array(neighbours(n_rows, n_cols), dtype=np.int64)
         # outcomes[a]: the three equally likely cells that move a leads to, per cell.
         outcomes = [nbrs[:, list(SLIP_OUTCOMES[a])] for a in range(4)]
         if not values:

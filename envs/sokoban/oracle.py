@@ -4,16 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from envgym.envs.sokoban.level import SolverGaveUp, parse_board, render_board, solve
+from envgym.envs.sokoban.board import (
+    MOVE_NAMES,
+    SYMBOLS,
+    move,
+    move_steps,
+    parse_board,
+    render_board,
+)
+from envgym.envs.sokoban.solver import SolverGaveUp, solve
 
 __all__ = ["SokobanOracle", "board_from_observation"]
-
-_BOARD_CHARS = frozenset("#_.$*@+")
 
 
 def board_from_observation(observation: str) -> str:
     """The board rows of a Sokoban observation (the lines made only of board symbols)."""
-    rows = [line for line in observation.split("\n") if line and set(line) <= _BOARD_CHARS]
+    rows = [line for line in observation.split("\n") if line and set(line) <= SYMBOLS]
     return "\n".join(rows)
 
 
@@ -56,19 +62,16 @@ class SokobanOracle:
 
 
 def _board_after(board: str, moves: list[str]) -> str:
-    """The board after `moves` (to notice when the game went differently)."""
+    """The board after `moves`, by the env's rules (to notice when the game went differently)."""
     height, width, floor, targets, boxes, player = parse_board(board)
-    offsets = {"Up": -width, "Down": width, "Left": -1, "Right": 1}
+    steps = dict(zip(MOVE_NAMES, move_steps(width), strict=True))
     box_set = set(boxes)
     for name in moves:
-        d = offsets[name]
-        nxt = player + d
-        if not floor[nxt]:
+        outcome = move(floor, box_set, player, steps[name])
+        if outcome is None:
             continue
-        if nxt in box_set:
-            if not floor[nxt + d] or nxt + d in box_set:
-                continue
-            box_set.remove(nxt)
-            box_set.add(nxt + d)
-        player = nxt
+        player, pushed_to = outcome
+        if pushed_to is not None:
+            box_set.remove(player)
+            box_set.add(pushed_to)
     return render_board(height, width, floor, targets, box_set, player)

@@ -2,47 +2,74 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from envgym.core import MAX_TASK_SEED, TextEnv, Turn, check_int, short_repr
-from envgym.envs.sokoban.level import (
-    Level,
-    LevelTooHard,
-    SolverGaveUp,
-    generate_level,
-    node_budget,
+from envgym.core import MAX_TASK_SEED, Preset, TextEnv, Turn, check_int, setting, short_repr
+from envgym.envs.sokoban.board import (
+    BOX,
+    BOX_ON_TARGET,
+    FLOOR,
+    MOVE_NAMES,
+    PLAYER,
+    PLAYER_ON_TARGET,
+    SYMBOLS,
+    TARGET,
+    WALL,
+    move,
+    move_steps,
     parse_board,
-    solve,
+    text_index,
 )
+from envgym.envs.sokoban.level import Level, LevelTooHard, generate_level, node_budget
+from envgym.envs.sokoban.solver import SolverGaveUp, solve
 from envgym.parsing import GRID_MOVES, parse_answer, split_moves
 
-__all__ = ["DIFFICULTY_PRESETS", "MAX_BOXES", "MAX_SIZE", "SokobanEnv", "max_min_pushes"]
+__all__ = ["MAX_BOXES", "MAX_SIZE", "SokobanEnv", "SokobanPreset", "max_min_pushes"]
 
-#: difficulty -> (room height, room width, boxes, minimum pushes, max turns)
-DIFFICULTY_PRESETS: dict[str, tuple[int, int, int, int, int]] = {
-    "easy": (6, 6, 1, 2, 20),  # RAGEN's default level
-    "medium": (6, 6, 2, 4, 30),  # GEM's Sokoban-v0-easy room
-    "hard": (8, 8, 4, 5, 50),  # GEM's Sokoban-v0-hard room
-}
 #: Room sides (outer wall included) and boxes any level may have.
 MIN_SIZE, MAX_SIZE = 5, 16
 MAX_BOXES = 6
+#: Moves one reply may run, at most.
+MAX_ACTIONS_PER_TURN = 50
 #: Level seeds a reset without a task id tries before it gives up (see `_draw_level`).
 LEVEL_DRAWS = 3
 _TASK_ID = re.compile(r"^(\d{1,3})x(\d{1,3})-b(\d{1,3})-p(\d{1,4})-(\d{1,20})$")
-LEGEND = "Legend: # wall, _ floor, . target, $ box, * box on a target, @ you, + you on a target."
+LEGEND = (
+    f"Legend: {WALL} wall, {FLOOR} floor, {TARGET} target, {BOX} box, "
+    f"{BOX_ON_TARGET} box on a target, {PLAYER} you, {PLAYER_ON_TARGET} you on a target."
+)
 
 STEP_PENALTY = -0.1
-BOX_ON_TARGET = 1.0
-BOX_OFF_TARGET = -1.0
+ON_TARGET_REWARD = 1.0
+OFF_TARGET_PENALTY = -1.0
 SOLVED_BONUS = 10.0
 FORMAT_PENALTY = -0.1
 # Rounded once here: -0.1 * 3 is -0.30000000000000004 in floating point.
-_STEP_REWARDS = tuple(round(STEP_PENALTY * n, 6) for n in range(51))
+_STEP_REWARDS = tuple(round(STEP_PENALTY * n, 6) for n in range(MAX_ACTIONS_PER_TURN + 1))
+
+
+def max_min_pushes(height: int, width: int, num_boxes: int) -> int:
+    """The most pushes a level of this shape may be asked to need: every box
+    at most a room's height plus width (inside the walls) from its target."""
+    return num_boxes * (height + width - 4)
+
+
+@dataclass(frozen=True)
+class SokobanPreset(Preset):
+    """What a difficulty level sets (see the Arguments section of `SokobanEnv`)."""
+
+    #: (height, width) of the room, outer wall included (checked by `_check_size`).
+    size: tuple[int, int] = setting((6, 6))
+    num_boxes: int = setting(1, 1, MAX_BOXES, "boxes in the room")
+    min_pushes: int = setting(
+        2, 1, max_min_pushes(MAX_SIZE, MAX_SIZE, MAX_BOXES), "pushes a level needs at least"
+    )
 
 
 class SokobanEnv(TextEnv):
@@ -100,7 +127,9 @@ class SokobanEnv(TextEnv):
     outer wall. ``size`` (int or (height, width), 5 to 16), ``num_boxes`` (1
     to 6, with at least 3 cells a box plus 2 inside the walls) and
     ``min_pushes`` (1 to ``num_boxes * (height + width - 4)``) override the
-    level's preset. ``max_turns`` (1 to 100,000) and ``max_actions_per_turn``
+    level's preset; with ``size`` given and no ``min_pushes``, a level needs
+    at least ``num_boxes + 1`` pushes (the preset's count suits its own room).
+    ``max_turns`` (1 to 100,000) and ``max_actions_per_turn``
     (1 to 50, default 5) bound the episode.
     ``reset(options={"task_id": ...})`` replays a level by its id
     (``HEIGHTxWIDTH-bBOXES-pPUSHES-SEED``, each part in the ranges above, the
@@ -126,6 +155,14 @@ class SokobanEnv(TextEnv):
       the same levels for the same seeds).
     """
 
+    presets: ClassVar[dict[str, SokobanPreset]] = {
+        # RAGEN's default level.
+        "easy": SokobanPreset(size=(6, 6), num_boxes=1, min_pushes=2, max_turns=20),
+        # GEM's Sokoban-v0-easy room.
+        "medium": SokobanPreset(size=(6, 6), num_boxes=2, min_pushes=4, max_turns=30),
+        # GEM's Sokoban-v0-hard room.
+        "hard": SokobanPreset(size=(8, 8), num_boxes=4, min_pushes=5, max_turns=50),
+    }
     system_prompt: ClassVar[str] = (
         "You are playing Sokoban. Push every box onto a target. You can push a box "
         "but never pull it. " + LEGEND + " Reply with your moves inside answer tags, "
@@ -133,18 +170,7 @@ class SokobanEnv(TextEnv):
         "Moves: Up, Down, Left, Right."
     )
     reset_options: ClassVar[tuple[str, ...]] = ("task_id", "board", "difficulty")
-    _snapshot_fields: ClassVar[tuple[str, ...]] = (
-        "_level",
-        "_stride",
-        "_offsets",
-        "_wall",
-        "_targets",
-        "_boxes",
-        "_player",
-        "_cells",
-        "_boxes_on_target",
-        "_board_text",
-    )
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("max_actions_per_turn",)
 
     def __init__(
         self,
@@ -157,32 +183,31 @@ class SokobanEnv(TextEnv):
         max_actions_per_turn: int = 5,
         render_mode: str | None = None,
     ) -> None:
-        super().__init__(difficulty=difficulty, max_turns=max_turns, render_mode=render_mode)
-        self._size_arg = _check_size(size)
-        if num_boxes is not None:
-            num_boxes = check_int(num_boxes, "num_boxes", 1, MAX_BOXES)
-        if min_pushes is not None:
-            min_pushes = check_int(
-                min_pushes, "min_pushes", 1, max_min_pushes(MAX_SIZE, MAX_SIZE, MAX_BOXES)
-            )
-        self.max_actions_per_turn = check_int(
-            max_actions_per_turn, "max_actions_per_turn", 1, 50, "moves run per turn"
+        super().__init__(
+            difficulty=difficulty,
+            render_mode=render_mode,
+            size=_check_size(size),
+            num_boxes=num_boxes,
+            min_pushes=min_pushes,
+            max_turns=max_turns,
         )
-        self._num_boxes_arg = num_boxes
-        self._min_pushes_arg = min_pushes
-        self._apply_difficulty(self.difficulty)
+        self.max_actions_per_turn = check_int(
+            max_actions_per_turn,
+            "max_actions_per_turn",
+            1,
+            MAX_ACTIONS_PER_TURN,
+            "moves run per turn",
+        )
         self._level: Level | None = None
 
-    # -------------------------------------------------------------- config
-    def _apply_difficulty(self, difficulty: str) -> None:
-        height, width, boxes, pushes, turns = DIFFICULTY_PRESETS[difficulty]
-        room_size = self._size_arg or (height, width)
-        num_boxes = self._num_boxes_arg or boxes
-        min_pushes = self._min_pushes_arg or (pushes if self._size_arg is None else None)
-        _check_level(*room_size, num_boxes, min_pushes or num_boxes + 1, "min_pushes")
-        self.difficulty = difficulty
-        self.room_size, self.num_boxes, self.min_pushes = room_size, num_boxes, min_pushes
-        self.max_turns = self._max_turns_arg or turns
+    def _configure(self, config: SokobanPreset) -> SokobanPreset:
+        if "size" in self.overrides and "min_pushes" not in self.overrides:
+            # The preset's push count suits the preset's room; in a room the caller
+            # chose, ask for what the generator asks by default.
+            config = dataclasses.replace(config, min_pushes=config.num_boxes + 1)
+        height, width = config.size
+        _check_level(height, width, config.num_boxes, config.min_pushes, "min_pushes")
+        return config
 
     # ------------------------------------------------------------- episode
     def _new_task(self, options: dict[str, Any]) -> str:
@@ -195,7 +220,7 @@ class SokobanEnv(TextEnv):
         else:
             level, task_id = self._draw_level()
         self._load(level)
-        board = self._board_text = self._board()
+        board = self._board_text
         self.task_id = (
             task_id or "board-" + hashlib.blake2b(board.encode(), digest_size=8).hexdigest()
         )
@@ -209,8 +234,8 @@ class SokobanEnv(TextEnv):
     def _draw_level(self) -> tuple[Level, str]:
         """A level from a seed drawn from `self.np_random`. A level too costly to
         prove optimal (rare at every preset) gives way to the next seed drawn."""
-        height, width = self.room_size
-        boxes, pushes = self.num_boxes, self.min_pushes or self.num_boxes + 1
+        height, width = self.config.size
+        boxes, pushes = self.config.num_boxes, self.config.min_pushes
         for draw in range(LEVEL_DRAWS):
             level_seed = int(self.np_random.integers(0, 2**62))
             try:
@@ -222,32 +247,14 @@ class SokobanEnv(TextEnv):
         return level, f"{height}x{width}-b{boxes}-p{pushes}-{level_seed}"
 
     def _load(self, level: Level) -> None:
-        """Re-encode a level with a stride of width + 1: the extra column holds the
-        newlines of the rendered board and acts as wall, so a cell's index is also
-        its position in the board text."""
         self._level = level
-        width, stride = level.width, level.width + 1
-        self._stride = stride
-        self._offsets = {"Up": -stride, "Down": stride, "Left": -1, "Right": 1}
-
-        def at(i: int) -> int:
-            return (i // width) * stride + i % width
-
-        cells = bytearray()
-        for r in range(level.height):
-            row = level.floor[r * width : (r + 1) * width]
-            cells += bytes(ord("_") if f else ord("#") for f in row) + b"\n"
-        self._wall = bytes(c != ord("_") for c in cells)
-        self._targets = frozenset(at(t) for t in level.targets)
-        self._boxes = {at(b) for b in level.boxes}
-        self._player = at(level.player)
-        for t in self._targets:
-            cells[t] = ord(".")
-        for b in self._boxes:
-            cells[b] = ord("*") if b in self._targets else ord("$")
-        cells[self._player] = ord("+") if self._player in self._targets else ord("@")
-        self._cells = cells
-        self._boxes_on_target = sum(b in self._targets for b in self._boxes)
+        self._steps = dict(zip(MOVE_NAMES, move_steps(level.width), strict=True))
+        self._boxes = set(level.boxes)
+        self._player = level.player
+        self._boxes_on_target = sum(box in level.targets for box in level.boxes)
+        self._board_text = level.board()
+        # The board text as a list of characters, redrawn cell by cell as things move.
+        self._text = list(self._board_text)
 
     def _act(self, action: str) -> Turn:
         parsed = parse_answer(action, example="Up || Left")
@@ -265,40 +272,35 @@ class SokobanEnv(TextEnv):
         dropped = len(moves) - self.max_actions_per_turn
         if dropped > 0:
             moves = moves[: self.max_actions_per_turn]
+        level, boxes, text, steps = self._level, self._boxes, self._text, self._steps
+        floor, targets, width = level.floor, level.targets, level.width
+        player, placed = self._player, self._boxes_on_target
         on = off = made = blocked = 0
         solved = False
-        cells, wall, boxes, targets = self._cells, self._wall, self._boxes, self._targets
-        offsets, n_boxes = self._offsets, len(self._boxes)
         for name in moves:
-            d = offsets[name]
             made += 1
-            p = self._player
-            nxt = p + d
-            if wall[nxt]:
+            outcome = move(floor, boxes, player, steps[name])
+            if outcome is None:
                 blocked += 1
                 continue
-            if nxt in boxes:
-                dest = nxt + d
-                if wall[dest] or dest in boxes:
-                    blocked += 1
-                    continue
-                boxes.remove(nxt)
-                boxes.add(dest)
-                if dest in targets:
-                    cells[dest] = 42  # '*'
+            ahead, pushed_to = outcome
+            if pushed_to is not None:
+                boxes.remove(ahead)
+                boxes.add(pushed_to)
+                if pushed_to in targets:
                     on += 1
-                    self._boxes_on_target += 1
-                else:
-                    cells[dest] = 36  # '$'
-                if nxt in targets:
+                    placed += 1
+                if ahead in targets:
                     off += 1
-                    self._boxes_on_target -= 1
-            cells[p] = 46 if p in targets else 95  # '.' or '_'
-            cells[nxt] = 43 if nxt in targets else 64  # '+' or '@'
-            self._player = nxt
-            if self._boxes_on_target == n_boxes:
+                    placed -= 1
+                text[text_index(pushed_to, width)] = BOX_ON_TARGET if pushed_to in targets else BOX
+            text[text_index(player, width)] = TARGET if player in targets else FLOOR
+            text[text_index(ahead, width)] = PLAYER_ON_TARGET if ahead in targets else PLAYER
+            player = ahead
+            if placed == len(boxes):
                 solved = True
                 break
+        self._player, self._boxes_on_target = player, placed
         feedback = f"You moved {', '.join(moves[:made])}."
         if blocked:
             feedback += f" {blocked} move(s) hit a wall or a stuck box."
@@ -308,15 +310,15 @@ class SokobanEnv(TextEnv):
             )
         if solved:
             feedback += " Solved: every box is on a target!"
-        board = self._board_text = cells[:-1].decode("ascii")
+        board = self._board_text = "".join(text)
         return Turn(
             observation=(
                 f"{feedback}\nBoxes on targets: {self._boxes_on_target}/{len(boxes)}\n{board}"
             ),
             reward_components={
                 "step": _STEP_REWARDS[made],
-                "box_on_target": BOX_ON_TARGET * on,
-                "box_off_target": BOX_OFF_TARGET * off if off else 0.0,
+                "box_on_target": ON_TARGET_REWARD * on,
+                "box_off_target": OFF_TARGET_PENALTY * off if off else 0.0,
                 "solved": SOLVED_BONUS if solved else 0.0,
             },
             terminated=solved,
@@ -327,7 +329,7 @@ class SokobanEnv(TextEnv):
         level = self._level
         return {
             "state_key": self._board_text,
-            "admissible_actions": ["Up", "Down", "Left", "Right"],
+            "admissible_actions": list(MOVE_NAMES),
             "privileged": {
                 "optimal_moves": level.optimal_moves,
                 "optimal_pushes": level.optimal_pushes,
@@ -335,10 +337,7 @@ class SokobanEnv(TextEnv):
         }
 
     def _render_text(self) -> str:
-        return self._board()
-
-    def _board(self) -> str:
-        return self._cells[:-1].decode("ascii")  # without the last row's newline
+        return self._board_text
 
 
 def _make_level(height: int, width: int, boxes: int, pushes: int, level_seed: int) -> Level:
@@ -347,13 +346,8 @@ def _make_level(height: int, width: int, boxes: int, pushes: int, level_seed: in
     return generate_level(rng, height, width, boxes, min_pushes=pushes)
 
 
-def max_min_pushes(height: int, width: int, num_boxes: int) -> int:
-    """The most pushes a level of this shape may be asked to need: every box
-    at most a room's height plus width (inside the walls) from its target."""
-    return num_boxes * (height + width - 4)
-
-
 def _check_size(size: Any) -> tuple[int, int] | None:
+    """A room size (an int for a square, or (height, width)) as (height, width)."""
     if size is None:
         return None
     if isinstance(size, int):
@@ -401,6 +395,7 @@ def _parse_task_id(task_id: Any) -> tuple[int, int, int, int, int]:
 
 
 def _level_from_board(text: Any) -> Level:
+    """A level from a board given as text, checked and solved (ValueError if it cannot be)."""
     if not isinstance(text, str):
         raise ValueError("options['board'] must be the board as text (rows of # _ . $ * @ +)")
     board = text.strip("\n")
@@ -412,21 +407,20 @@ def _level_from_board(text: Any) -> Level:
             f"options['board'] is {height}x{width}; a board may be at most "
             f"{MAX_SIZE}x{MAX_SIZE} (rows x columns, outer wall included)"
         )
-    if set(board) - set("#_.$*@+\n") or board.count("@") + board.count("+") != 1:
+    players = board.count(PLAYER) + board.count(PLAYER_ON_TARGET)
+    if set(board) - SYMBOLS - {"\n"} or players != 1:
         raise ValueError(
             "options['board'] may use only # _ . $ * @ + and newlines, with exactly one player"
         )
-    if len({len(r) for r in rows}) != 1 or any(r[0] != "#" or r[-1] != "#" for r in rows if r):
+    if len({len(r) for r in rows}) != 1 or any(r[0] != WALL or r[-1] != WALL for r in rows if r):
         raise ValueError("options['board'] must be a rectangle of rows enclosed by '#' walls")
-    boxes_on_board = board.count("$") + board.count("*")
+    boxes_on_board = board.count(BOX) + board.count(BOX_ON_TARGET)
     if boxes_on_board > MAX_BOXES:
         raise ValueError(
             f"options['board'] has {boxes_on_board} boxes; a board may have at most {MAX_BOXES}"
         )
     height, width, floor, targets, boxes, player = parse_board(board)
-    if any(floor[c] for c in range(width)) or any(
-        floor[(height - 1) * width + c] for c in range(width)
-    ):
+    if any(floor[:width]) or any(floor[(height - 1) * width :]):
         raise ValueError("options['board'] must have a wall all around")
     limit = node_budget(height, width)
     try:
