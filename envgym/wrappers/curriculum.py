@@ -13,9 +13,15 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from envgym.arguments import check_int, check_number
+
 __all__ = ["Curriculum"]
 
 _STATE_VERSION = 1
+
+
+#: The longest window of episodes the success rate is taken over.
+MAX_WINDOW = 1_000_000
 
 
 class Curriculum(gym.Wrapper[str, str, str, str]):
@@ -100,27 +106,17 @@ class Curriculum(gym.Wrapper[str, str, str, str]):
                     f"level {level!r} appears more than once in levels={list(levels)}; "
                     "list each level once, easiest first"
                 )
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise ValueError(f"window must be an integer >= 1 (episodes), got {window!r}")
-        for name, value in (("promote_at", promote_at), ("demote_at", demote_at)):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(f"{name} must be a number between 0 and 1, got {value!r}")
-        if not 0 <= demote_at < promote_at <= 1:
+        window = check_int(window, "window", 1, MAX_WINDOW, "episodes")
+        promote_at = check_number(promote_at, "promote_at", 0.0, 1.0, "a success rate")
+        demote_at = check_number(demote_at, "demote_at", 0.0, 1.0, "a success rate")
+        if not demote_at < promote_at:
             raise ValueError(
                 f"need 0 <= demote_at < promote_at <= 1, got demote_at={demote_at!r}, "
                 f"promote_at={promote_at!r}; pick a demote threshold below the promote one"
             )
         if min_episodes is None:
             min_episodes = window
-        if (
-            isinstance(min_episodes, bool)
-            or not isinstance(min_episodes, int)
-            or not 1 <= min_episodes <= window
-        ):
-            raise ValueError(
-                f"min_episodes must be an integer between 1 and window={window}, "
-                f"got {min_episodes!r}"
-            )
+        min_episodes = check_int(min_episodes, "min_episodes", 1, window, "at most the window")
         if start is None:
             start = levels[0]
         elif start not in levels:
