@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from envgym.text import quote_for_feedback
@@ -17,6 +19,7 @@ from envgym.text import quote_for_feedback
 __all__ = [
     "Parsed",
     "ToolCall",
+    "first_tag",
     "parse_answer",
     "parse_boxed",
     "parse_tag",
@@ -94,6 +97,76 @@ def parse_tag(text: str, tag: str, *, example: str = "...") -> Parsed:
         return Parsed(None, f"No <{tag}>...</{tag}> found in your reply. Write {hint}.")
     end = lowered.find(close_tag, start)  # the pair's own close, inside any outer pair
     return Parsed(body[start + len(open_tag) : end].strip())
+
+
+def first_tag(
+    text: str,
+    tags: Sequence[str],
+    *,
+    tool_calls: bool = False,
+    boxed_as: str | None = None,
+    hint: str = "",
+) -> tuple[str | None, str]:
+    """The action a reply takes first, when it may take one of several (Search-R1
+    reads a turn this way): the earliest complete ``<tag>...</tag>`` among `tags`,
+    or ``<tool_call>...</tool_call>`` when `tool_calls`, outside reasoning.
+
+    Returns ``(tag, content)``: the content stripped and its runs of whitespace
+    made single spaces (for ``"tool_call"``, read the calls with
+    `parse_tool_calls`). With no complete tag, a ``\\boxed{...}`` counts as the
+    tag `boxed_as` when that is given, its content stripped. Otherwise
+    ``(None, feedback)``: the feedback names the tag left unclosed, or says that
+    no action was found, followed by `hint` (how to write a valid reply). Tag
+    names match without regard to ASCII case. Raises only for a tag name that is
+    not a valid XML-style name (a mistake in the caller, as in `parse_tag`).
+    """
+    pairs = _tag_pairs(tuple(tags), tool_calls)
+    body = strip_think(text)
+    lowered = body.translate(_ASCII_LOWER)
+    first: tuple[int, str, int] | None = None  # (start, tag, end) of the earliest pair
+    for tag, open_tag, close_tag in pairs:
+        start = lowered.find(open_tag)
+        if start == -1 or (first is not None and start > first[0]):
+            continue
+        end = lowered.find(close_tag, start)
+        if end != -1:
+            first = (start, tag, end + len(close_tag))
+    if first is None:
+        if boxed_as is not None and "\\boxed{" in body:
+            boxed = parse_boxed(body)
+            if boxed.ok:
+                return boxed_as, boxed.value
+        for tag, open_tag, _ in pairs[: len(tags)]:
+            if open_tag in lowered:
+                feedback = f"Your <{tag}> tag is not closed."
+                break
+        else:
+            feedback = _nothing_found(tuple(tags), tool_calls)
+        return None, f"{feedback} {hint}" if hint else feedback
+    start, tag, end = first
+    parsed = parse_tag(body[start:end], tag)
+    return tag, " ".join((parsed.value or "").split())
+
+
+@lru_cache(maxsize=64)
+def _tag_pairs(tags: tuple[str, ...], tool_calls: bool) -> tuple[tuple[str, str, str], ...]:
+    """(tag, its opening, its closing, both lower case) per tag, ``tool_call`` last;
+    each name checked once."""
+    names = (*tags, "tool_call") if tool_calls else tags
+    for name in names:
+        if not _TAG_NAME.match(name):
+            raise ValueError(f"tag name {name!r} is not a valid XML-style name")
+    return tuple((name, f"<{name.lower()}>", f"</{name.lower()}>") for name in names)
+
+
+@lru_cache(maxsize=64)
+def _nothing_found(tags: tuple[str, ...], tool_calls: bool) -> str:
+    options = [f"<{tag}>" for tag in tags] + (["tool call"] if tool_calls else [])
+    if len(options) < 2:
+        listed = options[0] if options else "action"
+    else:
+        listed = f"{', '.join(options[:-1])} or {options[-1]}"
+    return f"No {listed} found in your reply."
 
 
 def parse_answer(text: str, *, example: str = "...") -> Parsed:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from envgym.parsing import (
     ToolCall,
+    first_tag,
     parse_answer,
     parse_boxed,
     parse_tag,
@@ -108,3 +111,60 @@ def test_split_moves():
     assert split_moves(" || ", vocab)[1] == "Your answer is empty."
     moves, error = split_moves("飛ぶ", vocab)
     assert error.isascii()
+
+
+SEARCH_OR_ANSWER = {"tags": ("search", "answer"), "tool_calls": True, "boxed_as": "answer"}
+
+
+@pytest.mark.parametrize(
+    "text,tag,value",
+    [
+        ("<answer>Paris</answer> <search>capital</search>", "answer", "Paris"),
+        (
+            "<search>capital  of\n France</search><answer>Paris</answer>",
+            "search",
+            "capital of France",
+        ),
+        ("<SEARCH>x</Search>", "search", "x"),
+        ("İİ <search>x</search>", "search", "x"),
+        ("<search>never closed <answer>Paris</answer>", "answer", "Paris"),
+        ("<think><answer>no</answer></think><search>yes</search>", "search", "yes"),
+        ("so the answer is \\boxed{ 1 \n 2 }", "answer", "1 \n 2"),
+        ("<answer></answer>", "answer", ""),
+    ],
+)
+def test_first_tag_takes_the_earliest_complete_action(text, tag, value):
+    assert first_tag(text, **SEARCH_OR_ANSWER) == (tag, value)
+
+
+def test_first_tag_reports_tool_calls_for_parse_tool_calls():
+    text = (
+        '<tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call><answer>y</answer>'
+    )
+    assert first_tag(text, **SEARCH_OR_ANSWER)[0] == "tool_call"
+    assert first_tag(text, ("search", "answer")) == ("answer", "y")
+
+
+def test_first_tag_explains_a_missing_or_unclosed_action():
+    hint = "Write <answer>X</answer>."
+    assert first_tag("<answer>Paris", **SEARCH_OR_ANSWER, hint=hint) == (
+        None,
+        "Your <answer> tag is not closed. Write <answer>X</answer>.",
+    )
+    missing = "No <search>, <answer> or tool call found in your reply."
+    assert first_tag("Paris", **SEARCH_OR_ANSWER) == (None, missing)
+    # A \\boxed{} answers only when the caller names the tag it stands for.
+    assert first_tag("\\boxed{Paris}", ("answer",)) == (None, "No <answer> found in your reply.")
+
+
+def test_first_tag_never_raises_on_a_reply():
+    rng = random.Random(0)
+    pieces = ["<search>", "</search>", "<answer>", "</ANSWER>", "<tool_call>", "</tool_call>",
+              "<think>", "</think>", "\\boxed{", "}", "İ", "x", " ", "<", "/"]  # fmt: skip
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        tag, content = first_tag(text, **SEARCH_OR_ANSWER)
+        assert isinstance(content, str)
+        assert tag is not None or "found in your reply" in content or "not closed" in content
+    with pytest.raises(ValueError, match="not a valid"):
+        first_tag("x", ("bad tag",))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import threading
 from collections import Counter
 
 import gymnasium as gym
@@ -15,9 +16,11 @@ from envgym.agents import make_agent
 from envgym.core import CHARSET
 from envgym.envs.search import SearchEnv
 from envgym.envs.search.oracle import NoSearchAgent, SearchOracle, parse_question
+from envgym.envs.search.questions import make_question
 from envgym.envs.search.retrieval import Doc, Hit, make_retriever
+from envgym.envs.search.scoring import normalize_answer
 from envgym.envs.search.server import RetrievalServer
-from envgym.envs.search.world import build_world, load_world, make_question, normalize_answer
+from envgym.envs.search.world import build_world, load_world
 
 ENV_ID = "envgym/Search-v0"
 SMALL = 3_000  # documents in the worlds most tests use
@@ -206,6 +209,45 @@ def test_difficulty_sets_hops_and_task_ids_replay(cache):
     assert again == obs
     with pytest.raises(ValueError, match="not a Search task id"):
         env.reset(options={"task_id": "nope"})
+
+
+def test_hops_override_outlives_a_difficulty_change(cache):
+    env = make(cache, hops=2)
+    env.reset(seed=0, options={"difficulty": "hard"})
+    assert env.unwrapped.config.hops == (2,)
+    assert {env.reset(seed=s)[1]["privileged"]["hops"] for s in range(10)} == {2}
+    plain = make(cache)
+    plain.reset(seed=0, options={"difficulty": "hard"})
+    assert plain.unwrapped.config.hops == (3, 4) and plain.unwrapped.max_turns == 10
+
+
+def test_snapshot_leaves_out_the_retriever(cache):
+    class Locked:  # a retriever that cannot be pickled (it holds a lock)
+        def __init__(self):
+            self.lock = threading.Lock()
+
+        def search(self, query, k=3):
+            return [Hit("x", "Echo", query, 1.0)]
+
+    retriever = Locked()
+    env = make(cache, retriever=retriever)
+    env.reset(seed=0)
+    env.step("<search>one</search>")
+    snap = pickle.loads(pickle.dumps(env.unwrapped.snapshot()))
+    _, _, _, _, before = env.step("<search>two</search>")
+    env.unwrapped.restore(snap)
+    _, _, _, _, after = env.step("<search>two</search>")
+    assert after["state_key"] == before["state_key"] and after["turn"] == before["turn"] == 2
+    assert env.unwrapped.retriever is retriever
+
+
+def test_names_moved_out_of_world_still_import_from_it():
+    from envgym.envs.search import questions, scoring, world
+
+    assert world.make_question is questions.make_question
+    assert world.normalize_answer is scoring.normalize_answer
+    with pytest.raises(AttributeError, match="no_such_name"):
+        world.no_such_name  # noqa: B018
 
 
 def test_snapshot_restore_keeps_retrieved_documents(cache):

@@ -19,15 +19,13 @@ import re
 from collections.abc import Generator
 from typing import Any
 
-from envgym.envs.search.world import (
+from envgym.envs.search.questions import (
     ATTRIBUTE_QUESTIONS,
     COMPARISONS,
     ENTITY_QUESTIONS,
-    FIELD_KINDS,
-    FIELD_PATTERNS,
     NOUN_RELATIONS,
-    TEMPLATES,
 )
+from envgym.envs.search.vocabulary import FIELD_KINDS, FIELD_PATTERNS, TEMPLATES
 
 __all__ = ["NoSearchAgent", "SearchOracle", "parse_question"]
 

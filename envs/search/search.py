@@ -1,41 +1,43 @@
 """envgym/Search-v0: answer questions by searching a corpus (Search-R1 style).
 
-One env, one file. The corpus is the generated fictional world of `world.py`
-(no downloads) or a real corpus and question set from `loaders.py`; retrieval
-is in-process (`retrieval.make_retriever`) or a retrieval server
-(`retrieval.RemoteRetriever`). Indexes and worlds are shared by every env in a
-process, and indexes are cached on disk, so a reset costs milliseconds.
+The env itself: its difficulty presets, the reply formats it reads, the
+observations it writes and the rewards it pays. The corpus is the generated
+fictional world of `world.py` (no downloads) or a real corpus and question set
+from `loaders.py`; `sources.py` builds the retriever (in process or a retrieval
+server) and shares worlds and indexes by every env in a process, and indexes
+are cached on disk, so a reset costs milliseconds. Answers are scored in
+`scoring.py`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import string
-import threading
 import unicodedata
-from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from envgym.core import MAX_TASK_SEED, TextEnv, Turn, check_int, check_number, short_repr
-from envgym.envs.search.world import (
-    MAX_DOCS,
-    MAX_HOPS,
-    MIN_DOCS,
-    Question,
-    load_world,
-    make_question,
-    normalize_answer,
-    parse_task_id,
+from envgym.core import (
+    MAX_TASK_SEED,
+    Preset,
+    TextEnv,
+    Turn,
+    check_int,
+    check_number,
+    setting,
+    short_repr,
 )
-from envgym.parsing import parse_boxed, parse_tag, parse_tool_calls, strip_think
+from envgym.envs.search.questions import MAX_HOPS, Question, make_question, parse_task_id
+from envgym.envs.search.scoring import exact_match, token_f1
+from envgym.envs.search.sources import loaded_questions, open_retriever
+from envgym.envs.search.world import MAX_DOCS, MIN_DOCS, World, load_world
+from envgym.parsing import first_tag, parse_tool_calls, strip_think
 from envgym.text import quote_for_feedback
 
-__all__ = ["DIFFICULTY_HOPS", "SEARCH_TOOL", "SearchEnv", "exact_match", "token_f1"]
+__all__ = ["SEARCH_TOOL", "SearchEnv", "SearchPreset", "exact_match", "token_f1"]
 
-#: difficulty -> hop counts drawn from
-DIFFICULTY_HOPS: dict[str, tuple[int, ...]] = {"easy": (1,), "medium": (2,), "hard": (3, 4)}
 #: Share of comparison questions among 2- and 4-hop questions.
 COMPARISON_SHARE = 1 / 3
 MAX_TOP_K = 20
@@ -69,7 +71,6 @@ SEARCH_TOOL: dict[str, Any] = {
 }
 
 _PRINTABLE = frozenset(string.printable)
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _FORMAT_HINT = (
     "Reply with <search>your query</search> to search, or <answer>your answer</answer> to "
     'answer (or call the search tool: <tool_call>{"name": "search", "arguments": '
@@ -87,55 +88,11 @@ def to_ascii(text: str) -> str:
     )
 
 
-def exact_match(prediction: str, answers: Sequence[str]) -> float:
-    """1.0 when the normalised prediction equals a normalised gold answer."""
-    pred = normalize_answer(prediction)
-    return float(any(pred == normalize_answer(a) for a in answers))
+@dataclass(frozen=True)
+class SearchPreset(Preset):
+    """A Search difficulty level: the hop counts its generated questions are drawn from."""
 
-
-def token_f1(prediction: str, answers: Sequence[str]) -> float:
-    """SQuAD token F1 against the best-matching gold answer."""
-    pred = normalize_answer(prediction).split()
-    best = 0.0
-    for answer in answers:
-        gold = normalize_answer(answer).split()
-        common = sum((Counter(pred) & Counter(gold)).values())
-        if common:
-            precision, recall = common / len(pred), common / len(gold)
-            best = max(best, 2 * precision * recall / (precision + recall))
-    return best
-
-
-# -------------------------------------------------- shared worlds and indexes
-_SHARED: dict[tuple[Any, ...], Any] = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def _shared(key: tuple[Any, ...], make: Any) -> Any:
-    """One object per key per process (worlds, corpora, indexes are large)."""
-    with _SHARED_LOCK:
-        if key not in _SHARED:
-            _SHARED[key] = make()
-        return _SHARED[key]
-
-
-def _world_docs(seed: int, num_docs: int, distractors: float, cache_dir: str | None) -> list[Any]:
-    from envgym.envs.search.retrieval import Doc
-
-    world = load_world(seed, num_docs, distractors, cache_dir)
-    return [
-        Doc(doc_id, title, text)
-        for doc_id, title, text in zip(world.doc_ids, world.titles, world.texts, strict=True)
-    ]
-
-
-def _file_key(path: str | Path) -> tuple[str, int, int]:
-    path = Path(path).expanduser().resolve()
-    try:
-        stat = path.stat()
-    except OSError:
-        return (str(path), -1, -1)
-    return (str(path), stat.st_mtime_ns, stat.st_size)
+    hops: tuple[int, ...] = setting((1,), meaning=f"hop counts, each from 1 to {MAX_HOPS}")
 
 
 class SearchEnv(TextEnv):
@@ -155,7 +112,8 @@ class SearchEnv(TextEnv):
     ("Notable people born in X include ...") and carry distracting years and
     places, so a search returns near misses too.
 
-    Questions are templated, HotpotQA / MuSiQue style:
+    Questions are templated, HotpotQA / MuSiQue style
+    (`envgym.envs.search.questions`):
 
     * single-hop (1 document): "In what year was Vemael Eleim born?", "What is
       the birthplace of Vemael Eleim?"
@@ -214,8 +172,9 @@ class SearchEnv(TextEnv):
 
     ## Arguments
     ``difficulty``: ``easy`` (single-hop), ``medium`` (2 hops), ``hard`` (3
-    and 4 hops). ``hops`` (an integer 1-4 or a list of them) overrides the
-    level. ``num_docs`` (corpus size, default 100,000; 200 to 2,000,000),
+    and 4 hops), each with 10 turns (``SearchEnv.presets``, a `SearchPreset`
+    per level). ``hops`` (an integer 1-4 or a list of them) overrides the
+    level's. ``num_docs`` (corpus size, default 100,000; 200 to 2,000,000),
     ``distractors`` (0 to 1, default 0.5: how often documents mention related
     entities and carry a second distracting sentence) and ``world_seed``
     (default 0, below 2**63) shape the generated world. ``top_k`` (1-20, default 3)
@@ -245,8 +204,13 @@ class SearchEnv(TextEnv):
         "inside <think>...</think> if you like. When you know the answer, write it inside "
         "<answer>...</answer>, without detailed explanation, e.g. <answer>Beijing</answer>."
     )
-    default_max_turns: ClassVar[int] = 10
-    _snapshot_fields: ClassVar[tuple[str, ...]] = ("_question", "_retrievals", "_seen")
+    presets: ClassVar[dict[str, SearchPreset]] = {
+        "easy": SearchPreset(hops=(1,), max_turns=10),
+        "medium": SearchPreset(hops=(2,), max_turns=10),
+        "hard": SearchPreset(hops=(3, 4), max_turns=10),
+    }
+    #: The retriever and loaded data are shared and immutable: not episode state.
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("_retriever_arg", "_retriever_obj", "_loaded")
 
     def __init__(
         self,
@@ -268,8 +232,9 @@ class SearchEnv(TextEnv):
         max_turns: int | None = None,
         render_mode: str | None = None,
     ) -> None:
-        super().__init__(difficulty=difficulty, max_turns=max_turns, render_mode=render_mode)
-        self._hops_arg = _check_hops(hops)
+        super().__init__(
+            difficulty=difficulty, render_mode=render_mode, hops=hops, max_turns=max_turns
+        )
         top_k = check_int(top_k, "top_k", 1, MAX_TOP_K, "documents per search")
         num_docs = check_int(num_docs, "num_docs", MIN_DOCS, MAX_DOCS, "documents in the world")
         distractors = check_number(distractors, "distractors", 0.0, 1.0)
@@ -290,8 +255,9 @@ class SearchEnv(TextEnv):
                 "or retriever_url= / retriever_uds= (a retrieval server holding it)"
             )
         if isinstance(retriever, str) and retriever not in ("bm25", "dense"):
-            raise ValueError(f"retriever must be 'bm25', 'dense' or a retriever object, not "
-                             f"{retriever!r}")  # fmt: skip
+            raise ValueError(
+                f"retriever must be 'bm25', 'dense' or a retriever object, not {retriever!r}"
+            )
         if not isinstance(retriever, str) and not callable(getattr(retriever, "search", None)):
             raise ValueError("retriever must be 'bm25', 'dense' or an object with search(query, k)")
         self.top_k = top_k
@@ -308,18 +274,16 @@ class SearchEnv(TextEnv):
         self._questions_path = questions
         self._retriever_obj: Any = None
         self._loaded: tuple[list[Question], dict[str, Question]] | None = None
-        self._apply_difficulty(self.difficulty)
         self._question: Question | None = None
         self._retrievals = 0
         self._seen: frozenset[str] = frozenset()
 
     # -------------------------------------------------------------- config
-    def _apply_difficulty(self, difficulty: str) -> None:
-        self.difficulty = difficulty
-        self.hops = self._hops_arg or DIFFICULTY_HOPS[difficulty]
+    def _configure(self, config: SearchPreset) -> SearchPreset:
+        return replace(config, hops=_check_hops(config.hops))
 
     @property
-    def world(self) -> Any:
+    def world(self) -> World | None:
         """The generated world (None when the env runs on loaded questions)."""
         if self._questions_path is not None:
             return None
@@ -330,80 +294,24 @@ class SearchEnv(TextEnv):
     def retriever(self) -> Any:
         """The retriever, built (or loaded from the disk cache) on the first search."""
         if self._retriever_obj is None:
-            self._retriever_obj = self._make_retriever()
+            generated = self._questions_path is None
+            self._retriever_obj = open_retriever(
+                self._retriever_arg,
+                url=self._retriever_url,
+                uds=self._retriever_uds,
+                corpus=self._corpus_path,
+                world=(self.world_seed, self.num_docs, self.distractors) if generated else None,
+                cache_dir=self._cache_dir,
+            )
         return self._retriever_obj
-
-    def _make_retriever(self) -> Any:
-        from envgym.envs.search import retrieval
-
-        if self._retriever_url is not None or self._retriever_uds is not None:
-            key = ("remote", self._retriever_url, self._retriever_uds)
-            remote = _shared(
-                key,
-                lambda: retrieval.RemoteRetriever(self._retriever_url, uds=self._retriever_uds),
-            )
-            if self._questions_path is None:
-                self._check_server_world(remote.info())
-            return remote
-        if not isinstance(self._retriever_arg, str):
-            return self._retriever_arg
-        kind, cache = self._retriever_arg, self._cache_dir
-        cache_key = None if cache is None else str(cache)
-        if self._corpus_path is not None:
-            docs = self._corpus_docs()
-            source: tuple[Any, ...] = ("corpus", *_file_key(self._corpus_path))
-        else:
-            source = ("world", self.world_seed, self.num_docs, self.distractors, cache_key)
-            docs = _shared(("docs", *source), lambda: _world_docs(*source[1:]))
-        return _shared(
-            ("index", kind, cache_key, *source),
-            lambda: retrieval.make_retriever(docs, kind=kind, cache_dir=cache),
-        )
-
-    def _check_server_world(self, info: dict[str, Any]) -> None:
-        """Generated questions need the server to hold the same generated world."""
-        ours = {"num_docs": self.num_docs, "world_seed": self.world_seed}
-        ours["distractors"] = self.distractors
-        differ = [
-            f"{key}={info[key]!r} (the env has {value!r})"
-            for key, value in ours.items()
-            if info.get(key) is not None and info[key] != value
-        ]
-        if info.get("corpus") not in (None, "generated"):
-            differ.append(f"corpus={info['corpus']!r} (the env generates its world)")
-        if differ:
-            raise ValueError(
-                f"the retrieval server does not hold this env's world: {', '.join(differ)}; "
-                "start it with the same --docs / --world-seed / --distractors, or make the env "
-                "with matching num_docs= / world_seed= / distractors="
-            )
-
-    def _corpus_docs(self) -> list[Any]:
-        from envgym.envs.search.loaders import load_corpus
-
-        path = self._corpus_path
-        return _shared(("corpus", *_file_key(path)), lambda: load_corpus(path))
-
-    def _loaded_questions(self) -> tuple[list[Question], dict[str, Question]]:
-        if self._loaded is None:
-            from envgym.envs.search.loaders import load_questions
-
-            path = self._questions_path
-            corpus = self._corpus_docs() if self._corpus_path is not None else None
-            key = ("questions", *_file_key(path), self._corpus_path)
-
-            def load() -> tuple[list[Question], dict[str, Question]]:
-                qs = load_questions(path, corpus)
-                return qs, {q.task_id: q for q in qs}
-
-            self._loaded = _shared(key, load)
-        return self._loaded
 
     # ------------------------------------------------------------- episode
     def _new_task(self, options: dict[str, Any]) -> str:
         rng = self.np_random
         if self._questions_path is not None:
-            questions, by_id = self._loaded_questions()
+            if self._loaded is None:
+                self._loaded = loaded_questions(self._questions_path, self._corpus_path)
+            questions, by_id = self._loaded
             if "task_id" in options:
                 task_id = options["task_id"]
                 ok = isinstance(task_id, str | int) and not isinstance(task_id, bool)
@@ -419,7 +327,8 @@ class SearchEnv(TextEnv):
             if "task_id" in options:
                 kind, hops, seed = parse_task_id(options["task_id"])
             else:
-                hops = self.hops[int(rng.integers(len(self.hops)))]
+                choices = self.config.hops
+                hops = choices[int(rng.integers(len(choices)))]
                 seed = int(rng.integers(0, 2**62))
                 if hops == 1:
                     kind = "single"
@@ -436,8 +345,9 @@ class SearchEnv(TextEnv):
 
     def _act(self, action: str) -> Turn:
         components = {"exact_match": 0.0, "f1": 0.0, "format": 0.0}
-        body = strip_think(action)
-        kind, value = _first_action(body)
+        kind, value = first_tag(
+            action, ("search", "answer"), tool_calls=True, boxed_as="answer", hint=_FORMAT_HINT
+        )
         if kind == "answer":
             if not value:
                 return self._invalid(components, "Your answer is empty. " + _FORMAT_HINT)
@@ -453,7 +363,7 @@ class SearchEnv(TextEnv):
                 return self._invalid(components, "Your search query is empty. " + _FORMAT_HINT)
             return Turn(self._search([value]), components)
         if kind == "tool_call":
-            calls, error = parse_tool_calls(body)
+            calls, error = parse_tool_calls(strip_think(action))
             queries = []
             for call in calls[:MAX_CALLS_PER_TURN]:
                 query = call.arguments.get("query")
@@ -472,7 +382,7 @@ class SearchEnv(TextEnv):
             if not queries:
                 return self._invalid(components, f"{error} {_FORMAT_HINT}")
             return Turn(self._search(queries), components)
-        return self._invalid(components, value or _FORMAT_HINT)
+        return self._invalid(components, value)
 
     def _invalid(self, components: dict[str, float], text: str) -> Turn:
         components["format"] = -self.format_penalty
@@ -519,9 +429,8 @@ class SearchEnv(TextEnv):
         }
 
 
-def _check_hops(hops: Any) -> tuple[int, ...] | None:
-    if hops is None:
-        return None
+def _check_hops(hops: Any) -> tuple[int, ...]:
+    """`hops` (an int or a collection of them) as sorted distinct hop counts."""
     values = [hops] if isinstance(hops, int) and not isinstance(hops, bool) else hops
     if not isinstance(values, list | tuple | set | frozenset | range) or not values:
         values = [None]
@@ -531,30 +440,3 @@ def _check_hops(hops: Any) -> tuple[int, ...] | None:
             f"{short_repr(hops)}"
         )
     return tuple(sorted(set(values)))
-
-
-def _first_action(body: str) -> tuple[str | None, str | None]:
-    """("search" | "answer" | "tool_call", content) of the first complete tag in a
-    reply, or (None, feedback) when there is none."""
-    lowered = body.translate(_ASCII_LOWER)
-    first: tuple[int, str, int] | None = None
-    for tag in ("search", "answer", "tool_call"):
-        start = lowered.find(f"<{tag}>")
-        if start == -1 or (first is not None and start > first[0]):
-            continue
-        end = lowered.find(f"</{tag}>", start)
-        if end != -1:
-            first = (start, tag, end + len(tag) + 3)
-    if first is None:
-        boxed = parse_boxed(body) if "\\boxed{" in body else None
-        if boxed is not None and boxed.ok:
-            return "answer", boxed.value
-        for tag in ("search", "answer"):
-            if f"<{tag}>" in lowered:
-                return None, f"Your <{tag}> tag is not closed. " + _FORMAT_HINT
-        return None, "No <search>, <answer> or tool call found in your reply. " + _FORMAT_HINT
-    start, tag, end = first
-    if tag == "tool_call":
-        return tag, None
-    parsed = parse_tag(body[start:end], tag)
-    return tag, " ".join((parsed.value or "").split())
