@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from envgym.envs.search.retrieval import Doc, RemoteRetriever, make_retriever
-from envgym.envs.search.server import _uvicorn_server, bind_socket, create_app
+from envgym.envs.search.server import bind_socket, create_app
+from envgym.serving import AppServer
 
 
 # ------------------------------------------------------------------- corpora
@@ -105,7 +106,7 @@ def latencies(
 
 
 def _serve_child(retriever, sock) -> None:
-    _uvicorn_server(create_app(retriever), "warning").run(sockets=[sock])
+    AppServer(create_app(retriever), sock, lifespan="off", timeout_keep_alive=600).run()
 
 
 class ForkedServer:
