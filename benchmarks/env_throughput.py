@@ -3,8 +3,11 @@
 Each env is measured unwrapped and through `gym.make` (the wrappers a user
 gets). Each reply names a move drawn at random from the step's own
 ``info["admissible_actions"]`` (uniform draws made before timing), so every
-reply is legal and the env does its full work. Game rows take
-a twentieth of the steps: each game step also plays the opponents. Steps/s is
+reply is legal and the env does its full work; envs with open-text actions
+(Search, GuessNumber) get replies drawn from a fixed list of searches and
+answers instead. Game rows take a twentieth of the steps (each game step also
+plays the opponents), Search rows a hundredth (each search step retrieves
+from 100,000 documents). Steps/s is
 the best of three passes; reset latency percentiles use every reset.
 Gymnasium's own FrozenLake-v1, an integer-action toy env, is measured in the
 same run as the baseline, so the ratios hold on a noisy machine.
@@ -27,6 +30,14 @@ import numpy as np
 import envgym
 from envgym.core import MAX_EPISODE_LENGTH
 
+#: Replies for envs that list no admissible actions: searches and answers.
+OPEN_TEXT_REPLIES = (
+    "<search>founded city</search>",
+    "<search>born year river</search>",
+    "<answer>nobody</answer>",
+    "<answer>50</answer>",
+)
+
 
 def measure_steps(env: gym.Env, draws: list[float], seed: int = 0, repeats: int = 3) -> float:
     """Steps per second, counting only time spent inside step(); each reply names
@@ -38,8 +49,11 @@ def measure_steps(env: gym.Env, draws: list[float], seed: int = 0, repeats: int 
         _, info = env.reset(seed=seed + attempt)
         busy = 0.0
         for u in draws:
-            moves = info["admissible_actions"]
-            reply = f"<answer>{moves[int(u * len(moves))]}</answer>"
+            moves = info.get("admissible_actions")
+            if moves:
+                reply = f"<answer>{moves[int(u * len(moves))]}</answer>"
+            else:
+                reply = OPEN_TEXT_REPLIES[int(u * len(OPEN_TEXT_REPLIES))]
             start = clock()
             _, _, terminated, truncated, info = env.step(reply)
             busy += clock() - start
@@ -104,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     for spec in specs:
         # A game step also plays the opponents (a search, on hard): fewer steps.
         steps = args.steps // 20 if "game" in spec.tags else args.steps
+        if "search" in spec.tags:
+            steps = args.steps // 100
         for level in spec.difficulties:
             # The longest episodes allowed: truncation resets stay out of the step timing.
             env = gym.make(spec.id, difficulty=level, max_turns=MAX_EPISODE_LENGTH)
