@@ -10,7 +10,14 @@ import pytest
 
 import envgym  # noqa: F401
 from envgym.envs.games import connect_four_v0
-from envgym.envs.games.connect_four import ConnectFour
+from envgym.envs.games.connect_four import (
+    _COLUMN,
+    ConnectFour,
+    _has_four,
+    _playable,
+    _winning_cells,
+    open_columns,
+)
 
 # Fills the board without four in a row for either side (found by a search).
 DRAW_SEQUENCE = (
@@ -169,6 +176,26 @@ def test_search_never_misses_a_win_or_a_block_in_random_positions():
             legal = game.legal_actions()
             game.step(f"<answer>{legal[int(rng.integers(len(legal)))]}</answer>")
     assert wins_checked > 100 and blocks_checked > 100
+
+
+def test_the_search_predicts_exactly_the_moves_the_game_scores_as_wins():
+    """The search looks ahead with `_winning_cells`; the game judges with `_has_four`."""
+    rng = np.random.default_rng(1)
+    predicted = 0
+    for _ in range(400):
+        stones, player = [0, 0], 0
+        while columns := open_columns(stones[0] | stones[1]):
+            mask = stones[0] | stones[1]
+            wins = _winning_cells(stones[player], mask)
+            for column in columns:
+                move = _playable(mask) & _COLUMN[column]
+                assert bool(move & wins) == _has_four(stones[player] | move)
+                predicted += bool(move & wins)
+            stones[player] |= _playable(mask) & _COLUMN[int(rng.choice(columns))]
+            if _has_four(stones[player]):
+                break
+            player = 1 - player
+    assert predicted > 300
 
 
 @pytest.mark.parametrize("seat", [0, 1])

@@ -273,3 +273,13 @@ def test_single_agent_env_plays_one_hand_by_default_and_matches_on_request():
             break
     assert terminated and decisions == 2, "the second seat acts once per hand"
     assert total == info["reward_components"]["result"]
+
+
+def test_a_match_keeps_its_turn_limit_when_the_level_changes():
+    env = gym.make("envgym/KuhnPoker-v0", difficulty="easy", rounds=3)
+    assert env.unwrapped.max_turns == 12
+    env.reset(seed=0, options={"difficulty": "hard"})
+    assert env.unwrapped.max_turns == 12 and env.unwrapped.opponent == "optimal"
+    fixed = gym.make("envgym/KuhnPoker-v0", rounds=3, max_turns=5)
+    fixed.reset(seed=0, options={"difficulty": "medium"})
+    assert fixed.unwrapped.max_turns == 5

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 
@@ -13,6 +14,8 @@ import envgym  # noqa: F401
 from envgym.agents import RandomAgent
 from envgym.envs.games import tictactoe_v0
 from envgym.selfplay import RoleBaseline, play_episode, self_play
+
+LEVELS = {"easy": "random", "medium": "mixed", "hard": "optimal"}
 
 
 def play_versus(env, agent, seed):
@@ -78,6 +81,29 @@ def test_callable_opponent_sees_its_own_observation():
     env.step("<answer>5</answer>")
     assert seen and seen[0][1] == "player_1"
     assert "You are O" in seen[0][0]
+
+
+def test_a_callable_opponent_stays_out_of_snapshots():
+    env = gym.make(
+        "envgym/TicTacToe-v0",
+        opponent=lambda obs, info: f"<answer>{info['admissible_actions'][-1]}</answer>",
+        seat=0,
+    ).unwrapped
+    env.reset(seed=1)
+    env.step("<answer>5</answer>")
+    snap = pickle.loads(pickle.dumps(env.snapshot()))  # a lambda cannot be pickled
+    first = env.step("<answer>1</answer>")
+    env.restore(snap)
+    assert env.step("<answer>1</answer>")[:4] == first[:4]
+    assert callable(env.opponent)
+
+
+def test_presets_pick_the_opponent_and_arguments_override_them():
+    levels = {level: gym.make("envgym/TicTacToe-v0", difficulty=level) for level in LEVELS}
+    assert {level: env.unwrapped.opponent for level, env in levels.items()} == LEVELS
+    env = gym.make("envgym/TicTacToe-v0", difficulty="easy", opponent="optimal", max_turns=7)
+    env.reset(seed=0, options={"difficulty": "medium"})
+    assert (env.unwrapped.opponent, env.unwrapped.max_turns) == ("optimal", 7)
 
 
 def test_invalid_reply_gets_one_retry_then_loses():

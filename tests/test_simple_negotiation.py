@@ -332,6 +332,9 @@ def test_single_agent_games_always_finish_within_the_turn_limit():
             done = terminated or truncated
             turns += 2
         assert terminated and not truncated and turns == 6
+    env.reset(seed=0, options={"difficulty": "easy"})
+    assert env.unwrapped.max_turns == 6, "a level change keeps the derived limit"
+    assert gym.make("envgym/SimpleNegotiation-v0", max_turns=9).unwrapped.max_turns == 9
 
 
 def test_bad_arguments_are_clear_errors():

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from envgym.core import check_int
 from envgym.envs.games.board import MARKS, MarkGame
-from envgym.selfplay import VersusEnv
+from envgym.envs.games.versus import VersusEnv, versus_presets
 
 __all__ = ["ConnectFour", "ConnectFourEnv"]
 
@@ -17,10 +17,8 @@ ROWS, COLUMNS = 6, 7
 # has one spare bit on top, so a line's shifted copies never wrap into the next
 # column, and "mask + bottom" fills the lowest empty cell of every column.
 _STRIDE = ROWS + 1
-_BOTTOM = [1 << (c * _STRIDE) for c in range(COLUMNS)]
-_BOTTOM_ROW = sum(_BOTTOM)
+_BOTTOM_ROW = sum(1 << (c * _STRIDE) for c in range(COLUMNS))
 _COLUMN = [((1 << ROWS) - 1) << (c * _STRIDE) for c in range(COLUMNS)]
-_TOP = [1 << (ROWS - 1 + c * _STRIDE) for c in range(COLUMNS)]
 _FULL = sum(_COLUMN)
 # Search the centre first: central moves are usually best, so alpha-beta cuts sooner.
 _ORDER = (3, 2, 4, 1, 5, 0, 6)
@@ -47,10 +45,26 @@ def _lines() -> tuple[int, ...]:
 
 
 _LINES = _lines()
+#: The name of each column's move: "1" to "7".
+_LABELS = tuple(str(c + 1) for c in range(COLUMNS))
+
+
+# The rules, written once: the game and its search both use them.
+def _playable(mask: int) -> int:
+    """The cell where each column's next stone lands (none for a full column),
+    with `mask` the stones of both players; 0 when the board is full."""
+    return (mask + _BOTTOM_ROW) & _FULL
+
+
+def open_columns(mask: int) -> list[int]:
+    """The columns (0-based) that are not full: the legal moves."""
+    playable = _playable(mask)
+    return [c for c in range(COLUMNS) if playable & _COLUMN[c]]
 
 
 def _has_four(stones: int) -> bool:
-    """True if `stones` hold four in a row in any direction."""
+    """True if `stones` hold four in a row in any direction: the winning rule.
+    (`_winning_cells` looks one stone ahead; a test holds the two to agree.)"""
     for shift in (1, _STRIDE, _STRIDE - 1, _STRIDE + 1):
         pairs = stones & (stones >> shift)
         if pairs & (pairs >> (2 * shift)):
@@ -59,7 +73,8 @@ def _has_four(stones: int) -> bool:
 
 
 def _winning_cells(stones: int, mask: int) -> int:
-    """Empty cells where one more stone would give `stones` four in a row."""
+    """Empty cells where one more stone would give `stones` four in a row
+    (`_has_four`, one stone ahead, for every cell at once)."""
     # Vertical: three stacked stones below the cell.
     cells = (stones << 1) & (stones << 2) & (stones << 3)
     for shift in (_STRIDE, _STRIDE - 1, _STRIDE + 1):  # horizontal and both diagonals
@@ -92,7 +107,7 @@ def _negamax(me: int, mask: int, depth: int, alpha: int, beta: int) -> int:
     A win found with `depth` plies left scores ``_WIN + depth``, so sooner wins
     (and later losses) are preferred; at depth 0 the heuristic decides.
     """
-    playable = (mask + _BOTTOM_ROW) & _FULL
+    playable = _playable(mask)
     if not playable:
         return 0  # full board: draw
     if _winning_cells(me, mask) & playable:
@@ -136,8 +151,8 @@ def best_columns(me: int, other: int, depth: int) -> tuple[int, ...]:
     openings and the positions of replayed games come back often.
     """
     mask = me | other
-    playable = (mask + _BOTTOM_ROW) & _FULL
-    columns = [c for c in range(COLUMNS) if playable & _COLUMN[c]]
+    playable = _playable(mask)
+    columns = open_columns(mask)
     wins = _winning_cells(me, mask) & playable
     if wins:
         return tuple(c for c in columns if wins & _COLUMN[c])
@@ -196,9 +211,9 @@ class ConnectFour(MarkGame):
     ``illegal_retries`` (default 1): invalid replies forgiven per turn.
     Single-agent ``envgym/ConnectFour-v0``: ``difficulty`` easy/medium/hard is
     the opponent (random / the search half of the time / the search),
-    ``opponent`` and ``seat`` override it (see `envgym.selfplay.VersusEnv`).
-    Its turn limit (``max_turns``) defaults to 50, enough for the agent's 21
-    moves with a retry each.
+    ``opponent`` and ``seat`` override it (see
+    `envgym.envs.games.versus.VersusEnv`). Its turn limit (``max_turns``)
+    defaults to 50, enough for the agent's 21 moves with a retry each.
 
     ## Version History
     * v0: initial version. Since then ``search_depth`` is at most 8, so no
@@ -213,7 +228,7 @@ class ConnectFour(MarkGame):
         "is_parallelizable": False,
     }
     default_max_moves: ClassVar[int] = ROWS * COLUMNS
-    _snapshot_fields: ClassVar[tuple[str, ...]] = ("stones", "last_move")
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("search_depth",)
     system_prompt: ClassVar[str] = (
         "You are playing Connect Four on a board of 6 rows and 7 columns. Players "
         "take turns dropping a stone into a column; it falls to the lowest empty "
@@ -241,13 +256,12 @@ class ConnectFour(MarkGame):
         self.last_move = ""
 
     def _legal_actions(self, player: int) -> list[str]:
-        mask = self.stones[0] | self.stones[1]
-        return [str(c + 1) for c in range(COLUMNS) if not mask & _TOP[c]]
+        return [_LABELS[c] for c in open_columns(self.stones[0] | self.stones[1])]
 
     def _apply(self, player: int, action: str) -> dict[int, float] | None:
         column = int(action) - 1
         mask = self.stones[0] | self.stones[1]
-        move = (mask + _BOTTOM[column]) & _COLUMN[column]
+        move = _playable(mask) & _COLUMN[column]
         self.stones[player] |= move
         mark = MARKS[player]
         self.last_move = f"{mark} dropped a stone in column {action}"
@@ -255,7 +269,7 @@ class ConnectFour(MarkGame):
         if _has_four(self.stones[player]):
             self.outcome = f"{mark} wins with four in a row"
             return {player: 1.0, 1 - player: -1.0}
-        if mask | move == _FULL:
+        if not _playable(mask | move):
             self.outcome = "draw, the board is full"
             return {0: 0.0, 1: 0.0}
         return None
@@ -290,4 +304,4 @@ class ConnectFour(MarkGame):
 class ConnectFourEnv(VersusEnv):
     __doc__ = ConnectFour.__doc__
     game_cls = ConnectFour
-    default_max_turns: ClassVar[int] = 50
+    presets = versus_presets(max_turns=50)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from envgym.core import check_int, short_repr
+from envgym.core import check_int, check_number, short_repr
+from envgym.envs.games.versus import VersusEnv, VersusPreset, versus_presets
 from envgym.multiagent import MultiAgentTextEnv
-from envgym.selfplay import VersusEnv
 
 __all__ = ["KuhnPoker", "KuhnPokerEnv", "nash_strategy"]
 
@@ -124,10 +125,10 @@ class KuhnPoker(MultiAgentTextEnv):
     Single-agent ``envgym/KuhnPoker-v0``: ``difficulty`` easy/medium/hard is
     the opponent (uniformly random actions / the equilibrium half of the time
     / the equilibrium), ``opponent`` and ``seat`` override it (see
-    `envgym.selfplay.VersusEnv`). An episode is one hand unless ``rounds``
-    says more; the second seat may have a single decision per hand. Its turn
-    limit (``max_turns``) defaults to 4 per hand: two decisions with a retry
-    each.
+    `envgym.envs.games.versus.VersusEnv`). An episode is one hand unless
+    ``rounds`` says more; the second seat may have a single decision per
+    hand. Its turn limit (``max_turns``) defaults to 4 per hand: two
+    decisions with a retry each.
 
     ## Version History
     * v0: initial version. Since then ``rounds`` is at most 1,000 and
@@ -140,15 +141,7 @@ class KuhnPoker(MultiAgentTextEnv):
         "is_parallelizable": False,
     }
     default_max_moves: ClassVar[int] = 3
-    _snapshot_fields: ClassVar[tuple[str, ...]] = (
-        "cards",
-        "history",
-        "chips",
-        "hand",
-        "net",
-        "previous",
-        "_fixed_deals",
-    )
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("rounds", "nash_alpha")
     system_prompt: ClassVar[str] = (
         "You are playing Kuhn poker. The deck has three cards: Jack < Queen < King. "
         "In each hand both players ante 1 chip and get one card; player_0 acts first. "
@@ -160,15 +153,14 @@ class KuhnPoker(MultiAgentTextEnv):
 
     def __init__(self, *, rounds: int = 1, nash_alpha: float = 1.0 / 3.0, **kwargs: Any) -> None:
         rounds = check_int(rounds, "rounds", 1, MAX_ROUNDS, "hands per episode")
-        if isinstance(nash_alpha, bool) or not isinstance(nash_alpha, int | float):
-            raise ValueError(f"nash_alpha must be a number in [0, 1/3], got {nash_alpha!r}")
-        if not 0.0 <= nash_alpha <= 1.0 / 3.0 + 1e-12:
-            raise ValueError(f"nash_alpha must be in [0, 1/3], got {nash_alpha!r}")
+        nash_alpha = check_number(
+            nash_alpha, "nash_alpha", 0.0, 1.0 / 3.0, "player 0's bluffing frequency"
+        )
         super().__init__(**kwargs)
         if kwargs.get("max_moves") is None:
             self.max_moves = self.default_max_moves * rounds
         self.rounds = rounds
-        self.nash_alpha = float(nash_alpha)
+        self.nash_alpha = nash_alpha
         self.cards = [0, 1]
         self.history: list[str] = []
         self.chips = [1, 1]
@@ -341,10 +333,13 @@ def _parse_deals(cards: Any, rounds: int) -> list[list[int]]:
 class KuhnPokerEnv(VersusEnv):
     __doc__ = KuhnPoker.__doc__
     game_cls = KuhnPoker
-    #: One hand: at most two decisions, each with one retry.
-    default_max_turns: ClassVar[int] = 4
+    #: Turns per hand: at most two decisions, each with one retry.
+    presets = versus_presets(max_turns=4)
 
-    def __init__(self, *, rounds: int = 1, max_turns: int | None = None, **kwargs: Any) -> None:
-        super().__init__(rounds=rounds, max_turns=max_turns, **kwargs)
-        if max_turns is None:
-            self.max_turns = 4 * self._game.rounds
+    def _configure(self, config: VersusPreset) -> VersusPreset:
+        config = super()._configure(config)
+        if "max_turns" in self.overrides:
+            return config
+        game = self._game
+        assert isinstance(game, KuhnPoker)
+        return dataclasses.replace(config, max_turns=config.max_turns * game.rounds)

@@ -8,9 +8,9 @@ from math import comb
 from typing import Any, ClassVar
 
 from envgym.core import check_int, quote_for_feedback
+from envgym.envs.games.versus import VersusEnv, versus_presets
 from envgym.multiagent import MultiAgentTextEnv
 from envgym.parsing import parse_answer
-from envgym.selfplay import VersusEnv
 
 __all__ = ["LiarsDice", "LiarsDiceEnv"]
 
@@ -96,7 +96,7 @@ class LiarsDice(MultiAgentTextEnv):
     Single-agent ``envgym/LiarsDice-v0`` (``max_turns`` default 100):
     ``difficulty`` easy/medium/hard is the opponents' policy (random legal
     moves / the heuristic half of the time / the heuristic), ``opponent`` and
-    ``seat`` override it (see `envgym.selfplay.VersusEnv`).
+    ``seat`` override it (see `envgym.envs.games.versus.VersusEnv`).
 
     The heuristic (``optimal_action``) knows only its own dice and treats every
     other die as a fair roll, so the count of face F among the ``m`` unseen
@@ -118,15 +118,7 @@ class LiarsDice(MultiAgentTextEnv):
         "is_parallelizable": False,
     }
     player_counts: ClassVar[tuple[int, ...]] = (2, 3, 4)
-    _snapshot_fields: ClassVar[tuple[str, ...]] = (
-        "counts",
-        "dice",
-        "bid",
-        "bidder",
-        "round_bids",
-        "round_no",
-        "last_reveal",
-    )
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("dice_per_player",)
     system_prompt: ClassVar[str] = (
         "You are playing Liar's Dice. Each player sees only their own dice. On your "
         "turn either raise the bid with <answer>bid Q F</answer> (a claim that at least "
@@ -193,11 +185,14 @@ class LiarsDice(MultiAgentTextEnv):
                 return candidate
         return player
 
+    def _first_raise(self) -> int:
+        """The rank of the lowest legal bid: any bid opens a round, later bids
+        must beat the one on the table. Legal bids run from it to the top bid."""
+        return 0 if self.bid is None else _rank(self.bid) + 1
+
     def _legal_actions(self, player: int) -> list[str]:
-        bids = _all_bids(sum(self.counts))
-        if self.bid is None:
-            return list(bids)
-        return ["liar", *bids[_rank(self.bid) + 1 :]]
+        raises = _all_bids(sum(self.counts))[self._first_raise() :]
+        return list(raises) if self.bid is None else ["liar", *raises]
 
     def _parse_action(self, player: int, text: str) -> tuple[str | None, str | None]:
         example = self._smallest_raise()
@@ -227,7 +222,8 @@ class LiarsDice(MultiAgentTextEnv):
                 f"The quantity must be from 1 to {total}, the number of dice in play, "
                 f"not {quantity}."
             )
-        if self.bid is not None and _rank((quantity, face)) <= _rank(self.bid):
+        if _rank((quantity, face)) < self._first_raise():
+            assert self.bid is not None
             q, f = self.bid
             return None, (
                 f"bid {quantity} {face} does not raise the current bid {q} {f}: bid more "
@@ -286,8 +282,10 @@ class LiarsDice(MultiAgentTextEnv):
         elif self.counts[player] == 0 and not self.outcome:
             lines.append("You have no dice left: you are out and wait for the game to end.")
         left = ", ".join(
-            f"{name}{' (you)' if p == player else ''} {self.counts[p]}"
-            for p, name in enumerate(names)
+            [
+                f"{name}{' (you)' if p == player else ''} {self.counts[p]}"
+                for p, name in enumerate(names)
+            ]
         )
         lines.append(f"Dice left: {left}; {sum(self.counts)} in play.")
         if self.last_reveal:
@@ -298,7 +296,7 @@ class LiarsDice(MultiAgentTextEnv):
         if self.round_bids:
             shown = self.round_bids[-10:]
             more = "..., " if len(self.round_bids) > len(shown) else ""
-            history = ", ".join(f"{names[p]} bid {q} {f}" for p, q, f in shown)
+            history = ", ".join([f"{names[p]} bid {q} {f}" for p, q, f in shown])
             lines.append(f"Bids this round: {more}{history}.")
         if self.bid is not None:
             q, f = self.bid
@@ -326,16 +324,16 @@ class LiarsDice(MultiAgentTextEnv):
         return "\n".join(lines)
 
     def _smallest_raise(self) -> str:
-        if self.bid is None:
-            return "bid 1 1"
         bids = _all_bids(sum(self.counts))
-        rank = _rank(self.bid) + 1
-        return bids[rank] if rank < len(bids) else "liar"
+        first = self._first_raise()
+        return bids[first] if first < len(bids) else "liar"
 
     def _state_key(self) -> str:
         hands = "|".join(
-            "".join(map(str, hand)) if count else "-"
-            for hand, count in zip(self.dice, self.counts, strict=True)
+            [
+                "".join(map(str, hand)) if count else "-"
+                for hand, count in zip(self.dice, self.counts, strict=True)
+            ]
         )
         bid = "none" if self.bid is None else f"{self.bid[0]}x{self.bid[1]}@{self.bidder}"
         return f"r{self.round_no}|{hands}|bid:{bid}|to:{self.current}"
@@ -376,33 +374,39 @@ class LiarsDice(MultiAgentTextEnv):
         def chance(quantity: int, face: int) -> float:
             return _at_least(unseen, quantity - own.count(face))
 
-        options = []
-        for face in range(1, FACES + 1):
-            if self.bid is None:
-                quantity = 1
-            else:
-                quantity = self.bid[0] if face > self.bid[1] else self.bid[0] + 1
-            if quantity <= total:
-                options.append((chance(quantity, face), own.count(face), quantity, face))
+        # The smallest legal raise on each face: the next FACES bids up (fewer at the top).
+        first = self._first_raise()
+        raises = _bid_values(total)[first : first + FACES]
+        options = [(chance(q, f), own.count(f), q, f) for q, f in raises]
         best = max((o[0] for o in options), default=0.0)
         # Calling loses a die with P(bid); a raise, if challenged, with 1 - P(raise).
         if self.bid is not None and (not options or chance(*self.bid) < 1.0 - best):
             return "liar"
         likeliest = [o for o in options if o[0] >= best - 1e-12]
         most_held = max(o[1] for o in likeliest)
-        tied = [o for o in likeliest if o[1] == most_held]
+        # Ties are broken in face order, whichever face the raises start from.
+        tied = sorted((o for o in likeliest if o[1] == most_held), key=lambda o: o[3])
         _, _, quantity, face = tied[int(rng.integers(len(tied)))]
         return f"bid {quantity} {face}"
 
 
 def _rank(bid: tuple[int, int]) -> int:
+    """A bid's place in the order of bids: (quantity, face) beats every bid of a
+    lower rank."""
     return (bid[0] - 1) * FACES + bid[1] - 1
 
 
 @cache
+def _bid_values(total: int) -> tuple[tuple[int, int], ...]:
+    """Every bid (quantity, face) with `total` dice in play, lowest first
+    (index = `_rank`)."""
+    return tuple((q, f) for q in range(1, total + 1) for f in range(1, FACES + 1))
+
+
+@cache
 def _all_bids(total: int) -> tuple[str, ...]:
-    """Every bid with `total` dice in play, lowest first (index = `_rank`)."""
-    return tuple(f"bid {q} {f}" for q in range(1, total + 1) for f in range(1, FACES + 1))
+    """`_bid_values` as moves: ``bid Q F``."""
+    return tuple(f"bid {q} {f}" for q, f in _bid_values(total))
 
 
 @cache
@@ -425,4 +429,4 @@ def _dice(n: int) -> str:
 class LiarsDiceEnv(VersusEnv):
     __doc__ = LiarsDice.__doc__
     game_cls = LiarsDice
-    default_max_turns: ClassVar[int] = 100
+    presets = versus_presets(max_turns=100)

@@ -1,15 +1,25 @@
-"""SimpleNegotiation: the PettingZoo game and the single-agent envgym/SimpleNegotiation-v0."""
+"""SimpleNegotiation: the rules of the PettingZoo game and the single-agent
+envgym/SimpleNegotiation-v0 (its built-in player is in `negotiator`, the
+reading of replies in `negotiation_parsing`)."""
 
 from __future__ import annotations
 
-import re
+import dataclasses
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from envgym.core import check_int, quote_for_feedback, short_repr
+from envgym.core import check_int, short_repr
+from envgym.envs.games.negotiation_parsing import (
+    OFFER_FORMAT,
+    SIMPLE_MOVES,
+    Bundle,
+    read_offer,
+    resource_lookup,
+)
+from envgym.envs.games.negotiator import estimate_values, negotiator_move
+from envgym.envs.games.versus import VersusEnv, VersusPreset, versus_presets
 from envgym.multiagent import MultiAgentTextEnv
 from envgym.parsing import parse_answer
-from envgym.selfplay import VersusEnv
 
 __all__ = ["SimpleNegotiation", "SimpleNegotiationEnv"]
 
@@ -18,38 +28,6 @@ MAX_START_UNITS = 10
 VALUE_RANGE = (5, 40)
 #: Longest resource name: names appear many times in every observation.
 MAX_NAME_LENGTH = 20
-#: Largest amount of one resource the heuristic puts on either side of an offer.
-HEURISTIC_MAX_UNITS = 3
-#: How far one piece of evidence moves the heuristic's estimate of a valuation.
-ESTIMATE_STEP = 5.0
-
-_OFFER_FORMAT = (
-    "offer: give <n> <Resource>[, <n> <Resource>...] for <n> <Resource>[, <n> <Resource>...]"
-)
-_OFFER = re.compile(
-    r"^(?:offer\s*:?\s*)?(?:i\s+)?(?:give|offer)\s*:?\s*(.+?)\s+"
-    r"(?:for|in exchange for|in return for|and get|and receive|to get)\s*:?\s+(.+)$"
-)
-_ITEM = re.compile(r"^(\d{1,4})\s*(?:x\s*)?([a-z]+)$")
-_BUNDLE_SPLIT = re.compile(r"\s*(?:,|;|\+|&|\band\b)\s*")
-_SIMPLE_MOVES = {
-    "accept": "accept",
-    "accept offer": "accept",
-    "accept the offer": "accept",
-    "i accept": "accept",
-    "deal": "accept",
-    "reject": "reject",
-    "reject offer": "reject",
-    "reject the offer": "reject",
-    "i reject": "reject",
-    "decline": "reject",
-    "no deal": "reject",
-    "pass": "pass",
-    "i pass": "pass",
-    "wait": "pass",
-}
-
-Bundle = tuple[int, ...]
 
 
 class SimpleNegotiation(MultiAgentTextEnv):
@@ -119,7 +97,7 @@ class SimpleNegotiation(MultiAgentTextEnv):
     (illegal_retries + 1)``, enough for any game):
     ``difficulty`` easy/medium/hard is the opponent (random admissible moves /
     the heuristic half of the time / the heuristic), ``opponent`` and ``seat``
-    override it (see `envgym.selfplay.VersusEnv`).
+    override it (see `envgym.envs.games.versus.VersusEnv`).
 
     The heuristic (``optimal_action``) accepts a pending offer exactly when it
     raises its own inventory value. Otherwise it proposes, among all offers of
@@ -141,13 +119,14 @@ class SimpleNegotiation(MultiAgentTextEnv):
         "is_parallelizable": False,
     }
     zero_sum: ClassVar[bool] = False
-    _snapshot_fields: ClassVar[tuple[str, ...]] = (
-        "inventory",
-        "start_inventory",
-        "values",
-        "pending",
-        "offers",
-        "history",
+    #: The range of every value per unit.
+    value_range: ClassVar[tuple[int, int]] = VALUE_RANGE
+    snapshot_exclude: ClassVar[tuple[str, ...]] = (
+        "max_rounds",
+        "total_moves",
+        "resources",
+        "system_prompt",
+        "_lookup",
     )
 
     def __init__(
@@ -187,12 +166,12 @@ class SimpleNegotiation(MultiAgentTextEnv):
         if max_moves is None:
             self.max_moves = max(self.max_moves, self.total_moves)
         self.resources = names
-        self._lookup = _resource_lookup(names)
+        self._lookup = resource_lookup(names)
         self.system_prompt = (
             "You are negotiating a resource trade. You know your own value per unit of "
             f"each resource ({', '.join(names)}) and both inventories, but not the other "
             "player's values. On your turn reply in answer tags with one move: "
-            f"<answer>{_OFFER_FORMAT}</answer> (you give the first bundle, the other "
+            f"<answer>{OFFER_FORMAT}</answer> (you give the first bundle, the other "
             "player gives the second), <answer>accept</answer> or <answer>reject</answer> "
             "(an offer made to you), or <answer>pass</answer>. Your reward is the relative "
             "gain in the value of your inventory by your own values."
@@ -223,16 +202,24 @@ class SimpleNegotiation(MultiAgentTextEnv):
         self.history = []
         self.current = 0
 
+    def _offer_pairs(self, player: int) -> list[tuple[int, int]]:
+        """(give i, get j): the resource pairs of the one-resource-for-another
+        offers `player` can make now (it holds some i, the other player some j)."""
+        mine, theirs = self.inventory[player], self.inventory[1 - player]
+        indices = range(len(self.resources))
+        return [(i, j) for i in indices if mine[i] for j in indices if theirs[j] and j != i]
+
+    @property
+    def on_last_move(self) -> bool:
+        """The move being made is the game's last: an offer now lapses unanswered."""
+        return self.moves + 1 >= self.total_moves
+
     def _legal_actions(self, player: int) -> list[str]:
         moves = ["accept", "reject", "pass"] if self.pending is not None else ["pass"]
-        mine, theirs = self.inventory[player], self.inventory[1 - player]
-        for i, give in enumerate(self.resources):
-            if mine[i] < 1:
-                continue
-            for j, get in enumerate(self.resources):
-                if j != i and theirs[j] >= 1:
-                    moves.append(f"offer: give 1 {give} for 1 {get}")
-        return moves
+        names = self.resources
+        return moves + [
+            f"offer: give 1 {names[i]} for 1 {names[j]}" for i, j in self._offer_pairs(player)
+        ]
 
     def _parse_action(self, player: int, text: str) -> tuple[str | None, str | None]:
         example = self._example_offer(player)
@@ -240,7 +227,7 @@ class SimpleNegotiation(MultiAgentTextEnv):
         if not parsed.ok:
             return None, f"{parsed.error} {self._format_help()}"
         value = " ".join(parsed.value.lower().split()).strip(" .!")
-        simple = _SIMPLE_MOVES.get(value)
+        simple = SIMPLE_MOVES.get(value)
         if simple is not None:
             if simple != "pass" and self.pending is None:
                 return None, (
@@ -248,7 +235,7 @@ class SimpleNegotiation(MultiAgentTextEnv):
                     f"(e.g. <answer>{example}</answer>) or <answer>pass</answer>."
                 )
             return simple, None
-        offer, error = self._read_offer(value)
+        offer, error = read_offer(value, self.resources, self._lookup)
         if offer is None:
             return None, f"{error} {self._format_help(example)}"
         gives, gets = offer
@@ -256,34 +243,6 @@ class SimpleNegotiation(MultiAgentTextEnv):
         if error is not None:
             return None, error
         return self._offer_text(gives, gets), None
-
-    def _read_offer(self, value: str) -> tuple[tuple[Bundle, Bundle] | None, str | None]:
-        match = _OFFER.match(value)
-        if match is None:
-            return None, f"Could not read {quote_for_feedback(value, 50)} as a move."
-        bundles = []
-        for side in (match.group(1), match.group(2)):
-            amounts = [0] * len(self.resources)
-            for item in _BUNDLE_SPLIT.split(side):
-                if not item:
-                    continue
-                found = _ITEM.match(item)
-                index = self._lookup.get(found.group(2)) if found is not None else None
-                if found is None or index is None:
-                    return None, (
-                        f"Could not read {quote_for_feedback(item, 30)} in your offer: each "
-                        f"item is '<n> <Resource>' with a resource from "
-                        f"{', '.join(self.resources)}."
-                    )
-                amounts[index] += int(found.group(1))
-            if not any(amounts):
-                return None, "Both sides of an offer need at least one unit of a resource."
-            bundles.append(tuple(amounts))
-        gives, gets = bundles
-        both = [self.resources[i] for i in range(len(gives)) if gives[i] and gets[i]]
-        if both:
-            return None, f"{both[0]} is on both sides of your offer; put each resource on one side."
-        return (gives, gets), None
 
     def _infeasible(self, player: int, gives: Bundle, gets: Bundle) -> str | None:
         other = self.possible_agents[1 - player]
@@ -318,7 +277,7 @@ class SimpleNegotiation(MultiAgentTextEnv):
             )
             self.pending = None
         elif action.startswith("offer"):
-            offer, _ = self._read_offer(action.lower())
+            offer, _ = read_offer(action.lower(), self.resources, self._lookup)
             assert offer is not None
             declined = " declined and" if self.pending is not None else ""
             self._close_pending("declined")
@@ -357,7 +316,7 @@ class SimpleNegotiation(MultiAgentTextEnv):
 
     # ----------------------------------------------------------------- values
     def _worth(self, player: int, stock: Sequence[int]) -> int:
-        return sum(v * n for v, n in zip(self.values[player], stock, strict=True))
+        return sum([v * n for v, n in zip(self.values[player], stock, strict=True)])
 
     def _gain(self, player: int) -> float:
         start = self._worth(player, self.start_inventory[player])
@@ -373,10 +332,12 @@ class SimpleNegotiation(MultiAgentTextEnv):
 
     # ------------------------------------------------------------ observation
     def _stock_text(self, stock: Sequence[int]) -> str:
-        return ", ".join(f"{name} {n}" for name, n in zip(self.resources, stock, strict=True))
+        return ", ".join([f"{name} {n}" for name, n in zip(self.resources, stock, strict=True)])
 
     def _bundle_text(self, bundle: Sequence[int]) -> str:
-        return ", ".join(f"{n} {name}" for name, n in zip(self.resources, bundle, strict=True) if n)
+        return ", ".join(
+            [f"{n} {name}" for name, n in zip(self.resources, bundle, strict=True) if n]
+        )
 
     def _offer_text(self, gives: Bundle, gets: Bundle) -> str:
         return f"offer: give {self._bundle_text(gives)} for {self._bundle_text(gets)}"
@@ -388,7 +349,7 @@ class SimpleNegotiation(MultiAgentTextEnv):
     def _format_help(self, example: str | None = None) -> str:
         shown = f" (e.g. <answer>{example}</answer>)" if example else ""
         return (
-            f"Moves: <answer>{_OFFER_FORMAT}</answer>{shown}, <answer>accept</answer>, "
+            f"Moves: <answer>{OFFER_FORMAT}</answer>{shown}, <answer>accept</answer>, "
             "<answer>reject</answer> or <answer>pass</answer>."
         )
 
@@ -431,7 +392,7 @@ class SimpleNegotiation(MultiAgentTextEnv):
         if player != self.current:
             lines.append(f"Waiting for {other}.")
             return "\n".join(lines)
-        last = " This is the last move of the game." if done + 1 >= self.total_moves else ""
+        last = " This is the last move of the game." if self.on_last_move else ""
         answer = (
             "<answer>accept</answer> or <answer>reject</answer> the offer, make a counter-offer "
             "with "
@@ -439,7 +400,7 @@ class SimpleNegotiation(MultiAgentTextEnv):
             else "make an offer with "
         )
         lines.append(
-            f"Your move:{last} {answer}<answer>{_OFFER_FORMAT}</answer> (you give the first "
+            f"Your move:{last} {answer}<answer>{OFFER_FORMAT}</answer> (you give the first "
             f"bundle and get the second, e.g. <answer>{self._example_offer(player)}</answer>), "
             "or <answer>pass</answer>."
         )
@@ -450,30 +411,25 @@ class SimpleNegotiation(MultiAgentTextEnv):
             return f"{self.illegal_move_penalty:+.3f} (forfeit)."
         return f"{(now - start) / start:+.3f} (worth {start} -> {now})."
 
-    def _state_key(self) -> str:
-        def row(values: Sequence[int]) -> str:
-            return ",".join(map(str, values))
+    def _pending_key(self) -> str:
+        if self.pending is None:
+            return "none"
+        proposer, gives, gets = self.pending
+        return f"{proposer}:{_row(gives)}>{_row(gets)}"
 
-        pending = "none"
-        if self.pending is not None:
-            proposer, gives, gets = self.pending
-            pending = f"{proposer}:{row(gives)}>{row(gets)}"
+    def _state_key(self) -> str:
         return (
-            f"m{self.moves}|inv:{row(self.inventory[0])}/{row(self.inventory[1])}|"
-            f"val:{row(self.values[0])}/{row(self.values[1])}|offer:{pending}|to:{self.current}"
+            f"m{self.moves}|inv:{_row(self.inventory[0])}/{_row(self.inventory[1])}|"
+            f"val:{_row(self.values[0])}/{_row(self.values[1])}|offer:{self._pending_key()}|"
+            f"to:{self.current}"
         )
 
     def _information_key(self, player: int) -> str:
         # What `player` knows: both inventories and offers, only its own values.
-        pending = "none"
-        if self.pending is not None:
-            proposer, gives, gets = self.pending
-            pending = f"{proposer}:{','.join(map(str, gives))}>{','.join(map(str, gets))}"
-        inventories = "/".join(",".join(map(str, inv)) for inv in self.inventory)
-        own_values = ",".join(map(str, self.values[player]))
+        inventories = "/".join(_row(inv) for inv in self.inventory)
         return (
-            f"p{player}|m{self.moves}|inv:{inventories}|val:{own_values}|offer:{pending}"
-            f"|to:{self.current}"
+            f"p{player}|m{self.moves}|inv:{inventories}|val:{_row(self.values[player])}|"
+            f"offer:{self._pending_key()}|to:{self.current}"
         )
 
     def _render_text(self) -> str:
@@ -494,79 +450,30 @@ class SimpleNegotiation(MultiAgentTextEnv):
             lines.append(f"Game over: {self.outcome}")
         return "\n".join(lines)
 
-    # -------------------------------------------------------------- heuristic
+    # ------------------------------------------------------- built-in player
     def estimate_values(self, player: int) -> list[float]:
-        """The heuristic's guess at the other player's values, from public moves."""
-        low, high = VALUE_RANGE
-        guess = [(low + high) / 2] * len(self.resources)
-        for proposer, gives, gets, response in self.offers:
-            if proposer == player:
-                if response == "accepted":  # they wanted what they got more
-                    up, down = gives, gets
-                elif response in ("rejected", "declined"):
-                    up, down = gets, gives
-                else:
-                    continue
-            else:  # they offered: what they give is worth less to them
-                up, down = gets, gives
-            for i in range(len(guess)):
-                if up[i]:
-                    guess[i] += ESTIMATE_STEP
-                if down[i]:
-                    guess[i] -= ESTIMATE_STEP
-        return [min(high, max(low, g)) for g in guess]
+        """The built-in negotiator's guess at the other player's values."""
+        return estimate_values(self, player)
 
     def optimal_action(self, player: int, rng: Any) -> str:
-        mine = self.values[player]
-        if self.pending is not None:
-            _, gives, gets = self.pending  # they give `gives` to us, we give `gets`
-            gain = sum(v * (a - b) for v, a, b in zip(mine, gives, gets, strict=True))
-            if gain > 0:
-                return "accept"
-        fallback = "reject" if self.pending is not None else "pass"
-        if self.moves + 1 >= self.total_moves:
-            return fallback
-        guess = self.estimate_values(player)
-        have, theirs = self.inventory[player], self.inventory[1 - player]
-        n = len(self.resources)
-        best, choices = 0, []
-        for i in range(n):
-            for j in range(n):
-                if i == j or not have[i] or not theirs[j]:
-                    continue
-                for a in range(1, min(HEURISTIC_MAX_UNITS, have[i]) + 1):
-                    for b in range(1, min(HEURISTIC_MAX_UNITS, theirs[j]) + 1):
-                        gain = b * mine[j] - a * mine[i]
-                        if gain <= 0 or gain < best or a * guess[i] <= b * guess[j]:
-                            continue
-                        if gain > best:
-                            best, choices = gain, []
-                        choices.append((i, a, j, b))
-        if not choices:
-            return fallback
-        i, a, j, b = choices[int(rng.integers(len(choices)))]
-        return f"offer: give {a} {self.resources[i]} for {b} {self.resources[j]}"
+        return negotiator_move(self, player, rng)
 
 
-def _resource_lookup(names: Sequence[str]) -> dict[str, int]:
-    """Lower-case spellings (singular and plural) -> resource index."""
-    lookup: dict[str, int] = {}
-    for i, name in enumerate(names):
-        low = name.lower()
-        for spelling in (low, low + "s", low + "es"):
-            lookup.setdefault(spelling, i)
-    return lookup
+def _row(values: Sequence[int]) -> str:
+    return ",".join(map(str, values))
 
 
 class SimpleNegotiationEnv(VersusEnv):
     __doc__ = SimpleNegotiation.__doc__
     game_cls = SimpleNegotiation
-    default_max_turns: ClassVar[int] = 10
+    # The default game's derived limit (see `_configure`).
+    presets = versus_presets(max_turns=10)
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        if self._max_turns_arg is None:
-            game = self._game
-            assert isinstance(game, SimpleNegotiation)
-            # Enough turns for every move of the agent plus its forgiven invalid replies.
-            self.max_turns = game.max_rounds * (game.illegal_retries + 1)
+    def _configure(self, config: VersusPreset) -> VersusPreset:
+        config = super()._configure(config)
+        if "max_turns" in self.overrides:
+            return config
+        game = self._game
+        assert isinstance(game, SimpleNegotiation)
+        # Enough turns for every move of the agent plus its forgiven invalid replies.
+        return dataclasses.replace(config, max_turns=game.max_rounds * (game.illegal_retries + 1))

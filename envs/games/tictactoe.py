@@ -2,17 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from typing import Any, ClassVar
 
 from envgym.envs.games.board import MARKS, MarkGame
-from envgym.selfplay import VersusEnv
+from envgym.envs.games.versus import VersusEnv, versus_presets
 
 __all__ = ["TicTacToe", "TicTacToeEnv"]
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 #: The lines through each cell: a move can only complete one of these.
 LINES_THROUGH = tuple(tuple(line for line in LINES if cell in line) for cell in range(9))
+OTHER_MARK = {"X": "O", "O": "X"}
+#: The name of each cell's move: "1" to "9".
+_LABELS = tuple(str(cell + 1) for cell in range(9))
+
+
+# The rules, written once: the game and its minimax solver both use them.
+def empty_cells(board: Sequence[str]) -> list[int]:
+    """The cells (0-8) a player may mark: the empty ones."""
+    return [i for i, c in enumerate(board) if c == " "]
+
+
+def result_of_move(board: Sequence[str], cell: int) -> int | None:
+    """After a mark at `cell`: 1 if it completed a line (its player wins), 0 if
+    the board is full (a draw), None while the game goes on."""
+    mark = board[cell]
+    if any(board[a] == board[b] == board[c] == mark for a, b, c in LINES_THROUGH[cell]):
+        return 1
+    if " " not in board:
+        return 0
+    return None
 
 
 class TicTacToe(MarkGame):
@@ -47,7 +68,9 @@ class TicTacToe(MarkGame):
     ``illegal_retries`` (default 1): invalid replies forgiven per turn.
     Single-agent ``envgym/TicTacToe-v0``: ``difficulty`` easy/medium/hard is
     the opponent (random / optimal half the time / perfect minimax play),
-    ``opponent`` and ``seat`` override it (see `envgym.selfplay.VersusEnv`).
+    ``opponent`` and ``seat`` override it (see
+    `envgym.envs.games.versus.VersusEnv`); ``max_turns`` (default 20) is the
+    turn limit.
 
     ## Version History
     * v0: initial version.
@@ -61,7 +84,6 @@ class TicTacToe(MarkGame):
         "is_parallelizable": False,
     }
     default_max_moves: ClassVar[int] = 9
-    _snapshot_fields: ClassVar[tuple[str, ...]] = ("board", "last_move")
     system_prompt: ClassVar[str] = (
         "You are playing TicTacToe. Cells are numbered 1-9, left to right, top to "
         "bottom. Reply with the number of an empty cell in answer tags, e.g. "
@@ -74,7 +96,7 @@ class TicTacToe(MarkGame):
         self.last_move = ""
 
     def _legal_actions(self, player: int) -> list[str]:
-        return [str(i + 1) for i, cell in enumerate(self.board) if cell == " "]
+        return [_LABELS[cell] for cell in empty_cells(self.board)]
 
     def _apply(self, player: int, action: str) -> dict[int, float] | None:
         cell = int(action) - 1
@@ -82,11 +104,11 @@ class TicTacToe(MarkGame):
         self.board[cell] = mark
         self.last_move = f"{mark} took cell {action}"
         self.current = 1 - player
-        board = self.board
-        if any(board[a] == board[b] == board[c] == mark for a, b, c in LINES_THROUGH[cell]):
+        result = result_of_move(self.board, cell)
+        if result == 1:
             self.outcome = f"{mark} wins"
             return {player: 1.0, 1 - player: -1.0}
-        if " " not in self.board:
+        if result == 0:
             self.outcome = "draw"
             return {0: 0.0, 1: 0.0}
         return None
@@ -107,33 +129,28 @@ class TicTacToe(MarkGame):
         return str(best[int(rng.integers(len(best)))] + 1)
 
 
+def _move_value(board: str, cell: int, mark: str) -> int:
+    """Minimax value for `mark` of marking `cell`: +1 win, 0 draw, -1 loss."""
+    after = board[:cell] + mark + board[cell + 1 :]
+    result = result_of_move(after, cell)
+    return -_value(after, OTHER_MARK[mark]) if result is None else result
+
+
 @cache
 def _value(board: str, mark: str) -> int:
-    """Minimax value for the side to move (`mark`): +1 win, 0 draw, -1 loss."""
-    other = "O" if mark == "X" else "X"
-    if any(all(board[i] == other for i in line) for line in LINES):
-        return -1
-    if " " not in board:
-        return 0
-    return max(
-        -_value(board[:i] + mark + board[i + 1 :], other) for i, c in enumerate(board) if c == " "
-    )
+    """Minimax value for the side to move (`mark`) of a game still going."""
+    return max(_move_value(board, cell, mark) for cell in empty_cells(board))
 
 
 @cache
 def _best_moves(board: str, mark: str) -> tuple[int, ...]:
     """Every cell that keeps the minimax value (ties broken by the caller)."""
-    other = "O" if mark == "X" else "X"
-    scores = {
-        i: -_value(board[:i] + mark + board[i + 1 :], other)
-        for i, c in enumerate(board)
-        if c == " "
-    }
+    scores = {cell: _move_value(board, cell, mark) for cell in empty_cells(board)}
     top = max(scores.values())
-    return tuple(i for i, s in scores.items() if s == top)
+    return tuple(cell for cell, score in scores.items() if score == top)
 
 
 class TicTacToeEnv(VersusEnv):
     __doc__ = TicTacToe.__doc__
     game_cls = TicTacToe
-    default_max_turns: ClassVar[int] = 20
+    presets = versus_presets(max_turns=20)
