@@ -140,8 +140,6 @@ class TextEnv(gym.Env[str, str]):
     default_max_turns: ClassVar[int] = 30
     #: Attributes snapshot() leaves out: caches, loaded data, clients.
     snapshot_exclude: ClassVar[tuple[str, ...]] = ()
-    #: The old opt-in list of episode-state attributes (used while envs move off it).
-    _snapshot_fields: ClassVar[tuple[str, ...]] = ()
     fork_by_replay: ClassVar[bool] = False
     #: Instructions for the action format, returned as info["system_prompt"] on reset.
     system_prompt: ClassVar[str] = ""
@@ -163,7 +161,6 @@ class TextEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         #: The constructor arguments that override the preset's settings.
         self.overrides = self._check_overrides(settings)
-        self._max_turns_arg = self.overrides.get("max_turns")
         self._set_difficulty(self._check_difficulty(difficulty))
         self.observation_space = spaces.Text(max_length=OBSERVATION_MAX_LENGTH, charset=CHARSET)
         self.action_space = spaces.Text(max_length=ACTION_MAX_LENGTH, charset=CHARSET)
@@ -226,10 +223,6 @@ class TextEnv(gym.Env[str, str]):
     def _render_text(self) -> str:
         return self._last_obs
 
-    def _apply_difficulty(self, difficulty: str) -> None:
-        """The old hook for a level change (used while envs move to presets)."""
-        self._set_difficulty(difficulty)
-
     # ------------------------------------------------------------ gymnasium
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -243,7 +236,7 @@ class TextEnv(gym.Env[str, str]):
                 f"{', '.join(repr(k) for k in self.reset_options)}"
             )
         if "difficulty" in options:
-            self._apply_difficulty(self._check_difficulty(options["difficulty"]))
+            self._set_difficulty(self._check_difficulty(options["difficulty"]))
         self._reset_rng_state = copy.deepcopy(self.np_random.bit_generator.state)
         self._reset_options = options
         self._actions = []
@@ -298,8 +291,6 @@ class TextEnv(gym.Env[str, str]):
                 "actions": list(self._actions),
             }
             names = _BASE_STATE
-        elif self._snapshot_fields:
-            names = (*_BASE_STATE, *self._snapshot_fields)
         else:
             skip = _NOT_STATE.union(self.snapshot_exclude)
             names = tuple(name for name in vars(self) if name not in skip)
@@ -363,8 +354,8 @@ _NOT_STATE = frozenset(
         "spec",
         "_np_random",
         "_np_random_seed",
-        "_max_turns_arg",
     }
 )
-#: The base class's own episode state.
+#: The base class's own episode state (all a replay-forked env's snapshot holds
+#: besides the replay).
 _BASE_STATE = ("turn", "task_id", "_episode_over", "_success", "_last_obs")

@@ -4,6 +4,7 @@ spaces, per-player observations, illegal-move handling and snapshots."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from gymnasium import spaces
@@ -21,7 +22,10 @@ from envgym.text import (
     render_text,
 )
 
-__all__ = ["MultiAgentTextEnv"]
+__all__ = ["MultiAgentTextEnv", "Policy"]
+
+#: A player: (observation, info) -> reply. Built-in opponents and self-play take one.
+Policy = Callable[[str, dict[str, Any]], str]
 
 #: What the base class keeps per game that is not game state: spaces, settings
 #: fixed at construction, and caches keyed by `_version` (bumped on restore).
@@ -42,10 +46,6 @@ _NOT_STATE = frozenset(
         "_key_cache",
     }
 )
-#: The AEC bookkeeping a snapshot holds besides the game's own fields.
-_AEC_STATE = ("agents", "rewards", "_cumulative_rewards", "terminations", "truncations",
-              "infos", "agent_selection", "_skip_agent_selection", "current", "moves",
-              "_strikes", "_notes", "outcome")  # fmt: skip
 
 
 class MultiAgentTextEnv(AECEnv):
@@ -102,7 +102,6 @@ class MultiAgentTextEnv(AECEnv):
     default_max_moves: ClassVar[int] = 200
     #: Attributes snapshot() leaves out: caches and settings, not game state.
     snapshot_exclude: ClassVar[tuple[str, ...]] = ()
-    _snapshot_fields: ClassVar[tuple[str, ...]] = ()
     #: Instructions for the action format, in every reset info.
     system_prompt: ClassVar[str] = ""
 
@@ -329,11 +328,8 @@ class MultiAgentTextEnv(AECEnv):
         """An opaque, picklable copy of the game state (AEC bookkeeping included):
         every attribute except the settings and caches in `_NOT_STATE` and the
         game's own `snapshot_exclude`."""
-        if self._snapshot_fields:  # the old opt-in list, while games move off it
-            names = (*_AEC_STATE, *self._snapshot_fields)
-        else:
-            skip = _NOT_STATE.union(self.snapshot_exclude)
-            names = tuple(name for name in vars(self) if name not in skip)
+        skip = _NOT_STATE.union(self.snapshot_exclude)
+        names = tuple(name for name in vars(self) if name not in skip)
         attrs = {name: copy.deepcopy(getattr(self, name)) for name in names}
         return {"attrs": attrs, "rng": copy.deepcopy(self.np_random.bit_generator.state)}
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from envgym.multiagent import MultiAgentTextEnv
+from envgym.multiagent import MultiAgentTextEnv, Policy
 
 __all__ = [
     "Policy",
@@ -25,9 +25,6 @@ __all__ = [
     "play_episode",
     "self_play",
 ]
-
-#: A policy maps (observation, info) to a reply.
-Policy = Callable[[str, dict[str, Any]], str]
 
 
 @dataclass

@@ -32,7 +32,7 @@ def test_imports_point_down_the_layers(tmp_path):
     [
         ("core.py", "envgym.vector", "from envgym.vector import make_vec\n"),
         ("sandbox/base.py", "envgym.core", "import envgym.core\n"),
-        ("parsing.py", "envgym.registry", "def later():\n    from envgym.registry import get_spec\n"),
+        ("parsing.py", "envgym.registry", "def f():\n    from envgym.registry import get_spec\n"),
     ],
 )
 def test_a_forbidden_import_fails_the_check(tmp_path, module, forbidden, line):

@@ -27,7 +27,6 @@ class EchoNumberEnv(TextEnv):
     """
 
     default_max_turns = 2
-    _snapshot_fields = ("secret",)
     digits = {"easy": 1, "medium": 2, "hard": 3}
 
     def _new_task(self, options: dict[str, Any]) -> str:

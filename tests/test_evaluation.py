@@ -60,7 +60,6 @@ class GuessEnv(TextEnv):
 
     ranges = {"easy": 8, "medium": 32, "hard": 128}
     default_max_turns = 10
-    _snapshot_fields = ("secret", "high")
     system_prompt = "Reply with <answer>NUMBER</answer>."
 
     def __init__(
@@ -490,9 +489,10 @@ def test_real_env_source_files_follow_imports_not_folders():
         "envgym/envs/sokoban/sokoban.py",
         "envgym/envs/sokoban/level.py",
     } <= set(sokoban)
-    assert "envgym/selfplay.py" not in sokoban  # only games play an opponent
+    assert "envgym/envs/games/versus.py" not in sokoban  # only games play an opponent
     tictactoe = env_source_files("envgym/TicTacToe-v0")
-    assert {"envgym/envs/games/board.py", "envgym/selfplay.py"} <= set(tictactoe)
+    assert {"envgym/envs/games/board.py", "envgym/envs/games/versus.py"} <= set(tictactoe)
+    assert "envgym/selfplay.py" not in tictactoe  # the trainers' helpers, not the env's
     assert "envgym/envs/games/kuhn_poker.py" not in tictactoe
     assert "envgym/envs/games/connect_four.py" not in tictactoe
     assert all(path.is_file() for path in tictactoe.values())

@@ -4,19 +4,15 @@ opponents, so every game is also a registered Gymnasium id."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from envgym.core import MAX_TASK_SEED, Preset, TextEnv, Turn, check_int, setting, short_repr
-from envgym.multiagent import MultiAgentTextEnv
+from envgym.multiagent import MultiAgentTextEnv, Policy
 
 __all__ = ["OPPONENTS", "Policy", "VersusEnv", "VersusPreset", "versus_presets"]
-
-#: An opponent of your own: (its observation, its info) -> its reply.
-Policy = Callable[[str, dict[str, Any]], str]
 
 #: The built-in opponents: random legal moves, the game's optimal move half of
 #: the time, and the game's optimal (or best known) move.
