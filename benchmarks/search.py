@@ -37,7 +37,8 @@ from envgym.serving import AppServer
 # ------------------------------------------------------------------- corpora
 def world_corpus(num_docs: int, queries: int, seed: int = 0) -> tuple[list[Doc], list, str]:
     """The generated world's documents and questions ((text, gold doc ids) pairs)."""
-    from envgym.envs.search.world import build_world, make_question
+    from envgym.envs.search.questions import make_question
+    from envgym.envs.search.world import build_world
 
     world = build_world(seed=seed, num_docs=num_docs)  # in memory: no world cache written
     docs = [Doc(*row) for row in zip(world.doc_ids, world.titles, world.texts, strict=True)]

@@ -241,15 +241,6 @@ def test_snapshot_leaves_out_the_retriever(cache):
     assert env.unwrapped.retriever is retriever
 
 
-def test_names_moved_out_of_world_still_import_from_it():
-    from envgym.envs.search import questions, scoring, world
-
-    assert world.make_question is questions.make_question
-    assert world.normalize_answer is scoring.normalize_answer
-    with pytest.raises(AttributeError, match="no_such_name"):
-        world.no_such_name  # noqa: B018
-
-
 def test_snapshot_restore_keeps_retrieved_documents(cache):
     env = make(cache)
     env.reset(seed=6)

@@ -13,7 +13,6 @@ hash seed). Questions about the world are made in `questions`.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import re
@@ -446,32 +445,3 @@ def _generator_hash() -> str:
     for source in (Path(__file__), Path(__file__).with_name("vocabulary.py")):
         digest.update(source.read_bytes())
     return digest.hexdigest()[:16]
-
-
-#: What this module defined before the search package was split, and where it lives now.
-_MOVED = {
-    **dict.fromkeys(
-        (
-            "ATTRIBUTE_QUESTIONS",
-            "COMPARISONS",
-            "ENTITY_QUESTIONS",
-            "MAX_HOPS",
-            "NOUN_RELATIONS",
-            "QUESTION_KINDS",
-            "Question",
-            "make_question",
-            "parse_task_id",
-        ),
-        "questions",
-    ),
-    **dict.fromkeys(("FIELD_KINDS", "FIELD_PATTERNS"), "vocabulary"),
-    "normalize_answer": "scoring",
-}
-
-
-def __getattr__(name: str) -> Any:
-    # Old imports (``from envgym.envs.search.world import make_question``) keep
-    # working; `questions` imports this module, so it is imported on first use.
-    if name in _MOVED:
-        return getattr(importlib.import_module(f"envgym.envs.search.{_MOVED[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
