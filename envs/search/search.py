@@ -210,7 +210,7 @@ class SearchEnv(TextEnv):
         "hard": SearchPreset(hops=(3, 4), max_turns=10),
     }
     #: The retriever and loaded data are shared and immutable: not episode state.
-    snapshot_exclude: ClassVar[tuple[str, ...]] = ("_retriever_arg", "_retriever_obj", "_loaded")
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("_retriever_choice", "_retriever_obj", "_loaded")
 
     def __init__(
         self,
@@ -266,7 +266,7 @@ class SearchEnv(TextEnv):
         self.world_seed = world_seed
         self.f1_weight = float(f1_weight)
         self.format_penalty = float(format_penalty)
-        self._retriever_arg = retriever
+        self._retriever_choice = retriever
         self._retriever_url = retriever_url
         self._retriever_uds = None if retriever_uds is None else str(retriever_uds)
         self._cache_dir = cache_dir
@@ -296,7 +296,7 @@ class SearchEnv(TextEnv):
         if self._retriever_obj is None:
             generated = self._questions_path is None
             self._retriever_obj = open_retriever(
-                self._retriever_arg,
+                self._retriever_choice,
                 url=self._retriever_url,
                 uds=self._retriever_uds,
                 corpus=self._corpus_path,
