@@ -92,6 +92,13 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         oracle="envgym.envs.search.oracle:SearchOracle",
     ),
     EnvSpec(
+        id="envgym/PythonMath-v0",
+        entry_point="envgym.envs.python_math:PythonMathEnv",
+        description="Exact-answer math problems; Python in a sandbox helps with the hard ones",
+        tags=("math", "tool-use", "code", "multi-turn"),
+        oracle="envgym.envs.python_math.oracle:PythonMathOracle",
+    ),
+    EnvSpec(
         id="envgym/GuessNumber-v0",
         entry_point="envgym.envs.guess_number:GuessNumberEnv",
         description="Find a secret number from higher/lower hints (the env of the guide)",

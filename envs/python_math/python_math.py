@@ -1,0 +1,224 @@
+"""envgym/PythonMath-v0: exact-answer math problems, with a Python sandbox to help."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from envgym.core import Preset, TextEnv, Turn, quote_for_feedback, setting
+from envgym.envs.python_math.answers import AnswerError, read_answer
+from envgym.envs.python_math.code_runs import run_code
+from envgym.envs.python_math.generators import (
+    KINDS,
+    MAX_SEED,
+    Problem,
+    make_problem,
+    problem_from_id,
+)
+from envgym.parsing import first_tag, parse_tool_calls, strip_think
+
+#: The Python tool as an OpenAI function schema (``info["tools"]``).
+RUN_PYTHON_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "run_python",
+        "description": (
+            "Run a Python 3 program in a fresh sandbox (no network, no files kept between "
+            "runs) and return its stdout, stderr and exit status. Print what you need."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "the whole program"}},
+            "required": ["code"],
+        },
+    },
+}
+FORMAT_PENALTY = 0.1
+_FORMAT_HINT = (
+    "Run code with <python>print(2 + 2)</python> or answer with \\boxed{42} "
+    "(or <answer>42</answer>)."
+)
+_FENCE = re.compile(r"^\s*```(?:python|py)?\s*\n(.*?)\n?\s*```\s*$", re.DOTALL | re.IGNORECASE)
+_PYTHON_TAG = re.compile(r"<python>(.*?)</python>", re.DOTALL | re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class MathPreset(Preset):
+    timeout_s: float = setting(10.0, 0.1, 60.0, "seconds one code run may take")
+    memory_mb: int = setting(512, 32, 4096, "megabytes of memory one code run may use")
+
+
+class PythonMathEnv(TextEnv):
+    """Solve a math problem with an exact answer; Python runs in a sandbox on request.
+
+    ## Description
+    A generated problem in one of twelve kinds: ``arithmetic``,
+    ``linear_equation``, ``linear_system``, ``polynomial`` (algebra),
+    ``gcd_lcm``, ``modular_power``, ``prime_count``, ``digit_sum`` (number
+    theory), ``binomial``, ``counting`` (combinatorics), ``dice``, ``urn``
+    (probability). Every answer is an integer or a fraction. Easy problems are
+    done by hand; hard ones (a sum of up to 20,000 terms, the primes in a
+    window of up to 500,000 numbers, a 13-to-16-digit exponent mod m, subsets
+    counted by their sum) are easier with code, which the agent may run before
+    answering.
+
+    ## Action Space
+    Text, one of:
+
+    * ``<python>code</python>`` (a fenced block inside is fine), or the tool call
+      ``<tool_call>{"name": "run_python", "arguments": {"code": "..."}}</tool_call>``
+      (schema in ``info["tools"]``): runs the program in a fresh sandbox job.
+    * ``\\boxed{answer}`` or ``<answer>answer</answer>``: the final answer. It may
+      be an integer (``1,000`` and ``1000.0`` are fine), a fraction (``3/4``,
+      ``\\frac{3}{4}``, or the exact decimal ``0.75``), negative, or a simple
+      expression of numbers with ``+ - * / ^`` and parentheses (``2^10``,
+      ``3/4 + 1/4``), evaluated exactly and safely.
+
+    When a reply holds several ``<python>``, ``<answer>`` and ``<tool_call>``
+    tags, the first one counts (and the first program of a tool call); a
+    ``\\boxed{}`` counts only in a reply with none of those tags.
+    ``<think>...</think>`` is ignored.
+
+    ## Observation Space
+    Text: the problem at reset. After code, an ``<output>...</output>`` block with
+    the exit status, stdout and stderr (each cut to 2,000 characters), and a
+    bracketed line when the run timed out, ran out of memory or the sandbox
+    failed. After an answer, whether it was correct.
+
+    ## Starting State
+    A kind drawn uniformly and a problem seed drawn from the reset's seed, at the
+    env's difficulty.
+
+    ## Rewards
+    ``correct``: 1 for a correct answer, 0 for a wrong one (the episode ends
+    either way) and 0 for a code run. ``format``: -0.1 for a reply with no code
+    and no answer, or whose answer is not a number; the turn is used up and the
+    episode goes on. ``info`` has ``tools``, ``cost`` (``executions``: code runs
+    so far, ``sandbox_seconds``: their total time), ``privileged`` (``answer``:
+    the exact answer as text), ``state_key`` (task and runs so far) and, after a
+    code run, ``sandbox_error``: None, or ``"timeout"``, ``"memory"``,
+    ``"sandbox"`` (the sandbox failed and was replaced) or ``"unavailable"``
+    (no sandbox could start). A failed run is feedback, never an exception.
+
+    ## Episode End
+    Terminated by an answer (right or wrong); truncated after ``max_turns``.
+
+    ## Arguments
+    ``difficulty``: ``easy`` (4 turns), ``medium`` (6) or ``hard`` (8).
+    ``max_turns`` (1 to 100,000), ``timeout_s`` (0.1 to 60 s per run, default
+    10) and ``memory_mb`` (32 to 4096, default 512) override it; a run never gets
+    more than the pool's own limits. ``sandbox_pool``: an
+    `envgym.sandbox.SandboxPool` to run code on; None (the default) uses one
+    pool per process (backend "auto"), started on the first code run, never at
+    reset. ``reset(options={"task_id": "modular_power-hard-42"})`` replays a
+    problem (``KIND-DIFFICULTY-SEED``, seed 0 to 2**32 - 1).
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    presets: ClassVar[dict[str, MathPreset]] = {
+        "easy": MathPreset(max_turns=4),
+        "medium": MathPreset(max_turns=6),
+        "hard": MathPreset(max_turns=8),
+    }
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("sandbox_pool",)
+    system_prompt: ClassVar[str] = (
+        "Solve the math problem. The answer is exact: an integer or a fraction. You may run "
+        "Python first: write <python>print(...)</python> or call the run_python tool, and "
+        "the output comes back in <output>...</output>. Give the final answer as "
+        "\\boxed{answer}; it ends the episode."
+    )
+
+    def __init__(
+        self,
+        *,
+        difficulty: str = "easy",
+        max_turns: int | None = None,
+        timeout_s: float | None = None,
+        memory_mb: int | None = None,
+        sandbox_pool: Any = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(
+            difficulty=difficulty,
+            render_mode=render_mode,
+            max_turns=max_turns,
+            timeout_s=timeout_s,
+            memory_mb=memory_mb,
+        )
+        self.sandbox_pool = sandbox_pool
+        self.problem: Problem | None = None
+        self.executions = 0
+        self.sandbox_seconds = 0.0
+
+    def _new_task(self, options: dict[str, Any]) -> str:
+        if "task_id" in options:
+            self.problem = problem_from_id(options["task_id"])
+        else:
+            kinds = list(KINDS)
+            kind = kinds[int(self.np_random.integers(len(kinds)))]
+            seed = int(self.np_random.integers(0, MAX_SEED + 1))
+            self.problem = make_problem(kind, self.difficulty, seed)
+        self.task_id = self.problem.task_id
+        self.executions = 0
+        self.sandbox_seconds = 0.0
+        return self.problem.text
+
+    def _act(self, action: str) -> Turn:
+        kind, value = first_tag(
+            action, ("python", "answer"), tool_calls=True, boxed_as="answer", hint=_FORMAT_HINT
+        )
+        if kind == "python":
+            match = _PYTHON_TAG.search(strip_think(action))
+            return self._run(match[1] if match else "")
+        if kind == "tool_call":
+            calls, error = parse_tool_calls(strip_think(action))
+            if not calls:
+                return self._invalid(f"{error} {_FORMAT_HINT}")
+            call = calls[0]
+            code = call.arguments.get("code")
+            if call.name != "run_python":
+                name = quote_for_feedback(call.name, 40)
+                return self._invalid(f"There is no tool {name}; the only tool is run_python.")
+            if not isinstance(code, str):
+                return self._invalid('The run_python tool needs a "code" string.')
+            return self._run(code)
+        if kind == "answer":
+            return self._answer(value)
+        return self._invalid(value)
+
+    def _run(self, code: str) -> Turn:
+        fenced = _FENCE.match(code)
+        code = fenced[1] if fenced else code
+        if not code.strip():
+            return self._invalid("Your code is empty. " + _FORMAT_HINT)
+        run = run_code(self.sandbox_pool, code, self.config.timeout_s, self.config.memory_mb)
+        self.executions += 1
+        self.sandbox_seconds += run.seconds
+        return Turn(run.feedback, {"correct": 0.0}, extra_info={"sandbox_error": run.error})
+
+    def _answer(self, text: str) -> Turn:
+        try:
+            given = read_answer(text)
+        except AnswerError as exc:
+            shown = quote_for_feedback(text, 60)
+            return self._invalid(f"Your answer {shown} could not be read: {exc}. {_FORMAT_HINT}")
+        correct = given == self.problem.answer
+        verdict = "correct" if correct else "not correct"
+        reply = f"Your answer {quote_for_feedback(text, 60)} is {verdict}."
+        return Turn(reply, {"correct": float(correct)}, terminated=True, success=correct)
+
+    def _invalid(self, text: str) -> Turn:
+        return Turn(text, {"correct": 0.0, "format": -FORMAT_PENALTY}, action_valid=False)
+
+    def _task_info(self) -> dict[str, Any]:
+        if self.problem is None:
+            return {}
+        return {
+            "state_key": f"{self.task_id}|runs:{self.executions}",
+            "tools": [RUN_PYTHON_TOOL],
+            "cost": {"executions": self.executions, "sandbox_seconds": self.sandbox_seconds},
+            "privileged": {"answer": str(self.problem.answer)},
+        }
