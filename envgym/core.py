@@ -68,6 +68,10 @@ INFO_KEYS = (
     "privileged",
     "system_prompt",
     "player",
+    # Envs that run code: whether the sandbox failed (timeout, memory, crash), and
+    # a submission's per-test results.
+    "sandbox_error",
+    "grade",
 )
 
 

@@ -92,6 +92,13 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         oracle="envgym.envs.search.oracle:SearchOracle",
     ),
     EnvSpec(
+        id="envgym/Code-v0",
+        entry_point="envgym.envs.code:CodeEnv",
+        description="Write a Python function, test it in a sandbox, submit it (basic or HumanEval)",
+        tags=("code", "tool-use", "multi-turn", "sandbox"),
+        oracle="envgym.envs.code.oracle:CodeOracle",
+    ),
+    EnvSpec(
         id="envgym/PythonMath-v0",
         entry_point="envgym.envs.python_math:PythonMathEnv",
         description="Exact-answer math problems; Python in a sandbox helps with the hard ones",

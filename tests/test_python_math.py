@@ -11,11 +11,12 @@ from fractions import Fraction
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from envgym.envs.python_math import PythonMathEnv, code_runs
+from envgym.envs.python_math import PythonMathEnv
 from envgym.envs.python_math.answers import AnswerError, read_answer
 from envgym.envs.python_math.generators import DIFFICULTIES, KINDS, make_problem, problem_from_id
 from envgym.envs.python_math.oracle import PythonMathOracle
 from envgym.sandbox import SandboxPool
+from envgym.sandbox.pool import shared_pool_started
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +54,7 @@ def test_random_resets_cover_the_kinds_and_the_oracle_wins() -> None:
         kinds.add(env.problem.kind)
         assert env.step(oracle.act(obs, info))[1] == 1.0
     assert kinds == set(KINDS)
-    assert code_runs._shared_pool is None, "no sandbox starts before the first code run"
+    assert not shared_pool_started(), "no sandbox starts before the first code run"
 
 
 def test_wrong_answers_score_zero_and_end_the_episode() -> None:
@@ -311,8 +312,8 @@ def test_no_sandbox_backend_at_all_is_feedback(monkeypatch: pytest.MonkeyPatch) 
     def refuse(*args, **kwargs):
         raise envgym.sandbox.SandboxError("no isolating sandbox works here")
 
-    monkeypatch.setattr(envgym.sandbox, "SandboxPool", refuse)
-    monkeypatch.setattr(code_runs, "_shared_pool", None)
+    monkeypatch.setattr(envgym.sandbox.pool, "SandboxPool", refuse)
+    monkeypatch.setattr(envgym.sandbox.pool, "_shared", None)
     env = PythonMathEnv()
     env.reset(seed=0)
     obs, reward, terminated, _, info = env.step("<python>print(1)</python>")

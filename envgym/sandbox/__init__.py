@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from envgym.sandbox.base import ExecResult, Limits, Sandbox, SandboxError
-from envgym.sandbox.pool import SandboxPool
+from envgym.sandbox.pool import SandboxPool, shared_pool
 
 __all__ = [
     "BACKENDS",
@@ -35,6 +35,7 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SandboxPool",
+    "shared_pool",
     "doctor",
     "gc",
     "make_sandbox",

@@ -9,6 +9,7 @@ misbehaves is replaced by the sandbox itself before its next job.
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -96,3 +97,25 @@ class SandboxPool:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+#: Sandboxes in the pool that envs running code share when given none.
+SHARED_POOL_SIZE = 4
+_shared: tuple[int, SandboxPool] | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_pool() -> SandboxPool:
+    """The one pool (backend "auto", `SHARED_POOL_SIZE` sandboxes) that every
+    env of this process which runs code uses when it is given none, started on
+    first use; a forked child starts its own rather than use its parent's."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or _shared[0] != os.getpid() or _shared[1]._closed:
+            _shared = (os.getpid(), SandboxPool(size=SHARED_POOL_SIZE, backend="auto"))
+        return _shared[1]
+
+
+def shared_pool_started() -> bool:
+    """Whether this process's shared pool has been started."""
+    return _shared is not None and _shared[0] == os.getpid()

@@ -7,7 +7,6 @@ and whose ``feedback`` says so in the ``<output>`` block the agent reads.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,23 +16,7 @@ from envgym.text import CHARSET
 MAX_STREAM_CHARS = 2000
 #: The most characters of code one run may have.
 MAX_CODE_CHARS = 8192
-#: Sandboxes in the pool an env makes when it is given none.
-SHARED_POOL_SIZE = 4
-
 _CHARSET = frozenset(CHARSET)
-_shared_pool: Any = None
-_shared_lock = threading.Lock()
-
-
-def shared_pool() -> Any:
-    """The process's shared `SandboxPool` (backend "auto"), made on first use."""
-    global _shared_pool
-    with _shared_lock:
-        if _shared_pool is None:
-            from envgym.sandbox import SandboxPool
-
-            _shared_pool = SandboxPool(size=SHARED_POOL_SIZE, backend="auto")
-        return _shared_pool
 
 
 @dataclass(frozen=True)
@@ -70,7 +53,10 @@ def run_code(pool: Any, code: str, timeout_s: float, memory_mb: int) -> CodeRun:
         text = f"Your code is longer than {MAX_CODE_CHARS} characters; it was not run."
         return CodeRun(f"<output>\n{text}\n</output>", 0.0, None)
     try:
-        pool = pool if pool is not None else shared_pool()
+        if pool is None:
+            from envgym.sandbox import shared_pool
+
+            pool = shared_pool()
     except Exception as exc:  # no backend works here: the agent must answer without code
         why = _printable(str(exc), 300)
         text = f"[no sandbox could be started, so your code did not run: {why}]"

