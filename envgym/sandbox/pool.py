@@ -114,8 +114,3 @@ def shared_pool() -> SandboxPool:
         if _shared is None or _shared[0] != os.getpid() or _shared[1]._closed:
             _shared = (os.getpid(), SandboxPool(size=SHARED_POOL_SIZE, backend="auto"))
         return _shared[1]
-
-
-def shared_pool_started() -> bool:
-    """Whether this process's shared pool has been started."""
-    return _shared is not None and _shared[0] == os.getpid()
