@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from envgym.sandbox.base import ExecResult, Limits, Sandbox, SandboxError
-from envgym.sandbox.pool import SandboxPool, shared_pool
+from envgym.sandbox.pool import RUN_PYTHON_TOOL, SandboxPool, shared_pool
 
 __all__ = [
     "BACKENDS",
@@ -34,6 +34,7 @@ __all__ = [
     "Limits",
     "Sandbox",
     "SandboxError",
+    "RUN_PYTHON_TOOL",
     "SandboxPool",
     "shared_pool",
     "doctor",

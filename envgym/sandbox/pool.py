@@ -114,3 +114,22 @@ def shared_pool() -> SandboxPool:
         if _shared is None or _shared[0] != os.getpid() or _shared[1]._closed:
             _shared = (os.getpid(), SandboxPool(size=SHARED_POOL_SIZE, backend="auto"))
         return _shared[1]
+
+
+#: The function schema (OpenAI style, for ``info["tools"]``) of one Python run
+#: in a pool's sandbox, shared by every env that lets the agent run code.
+RUN_PYTHON_TOOL: dict = {
+    "type": "function",
+    "function": {
+        "name": "run_python",
+        "description": (
+            "Run a Python 3 program in a sandbox (no network, a fresh empty folder each run). "
+            "Returns its exit status, stdout and stderr inside <output>...</output>."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "The whole program."}},
+            "required": ["code"],
+        },
+    },
+}

@@ -24,26 +24,9 @@ from envgym.envs.code.problems import (
     to_printable,
 )
 from envgym.parsing import parse_tag, parse_tool_calls, strip_think
-from envgym.sandbox import SandboxPool
+from envgym.sandbox import RUN_PYTHON_TOOL, SandboxPool
 
 __all__ = ["RUN_PYTHON_TOOL", "CodeEnv", "extract_code"]
-
-#: The code tool as an OpenAI function schema (``info["tools"]``).
-RUN_PYTHON_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "run_python",
-        "description": (
-            "Run a Python program in a sandbox (no network, a fresh empty folder each run). "
-            "Returns its exit status, stdout and stderr inside <output>...</output>."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {"code": {"type": "string", "description": "The program to run."}},
-            "required": ["code"],
-        },
-    },
-}
 
 MAX_TIMEOUT_S = 600.0
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)

@@ -17,23 +17,9 @@ from envgym.envs.python_math.generators import (
     problem_from_id,
 )
 from envgym.parsing import first_tag, parse_tool_calls, strip_think
+from envgym.sandbox import RUN_PYTHON_TOOL
 
 #: The Python tool as an OpenAI function schema (``info["tools"]``).
-RUN_PYTHON_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "run_python",
-        "description": (
-            "Run a Python 3 program in a fresh sandbox (no network, no files kept between "
-            "runs) and return its stdout, stderr and exit status. Print what you need."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {"code": {"type": "string", "description": "the whole program"}},
-            "required": ["code"],
-        },
-    },
-}
 FORMAT_PENALTY = 0.1
 _FORMAT_HINT = (
     "Run code with <python>print(2 + 2)</python> or answer with \\boxed{42} "
