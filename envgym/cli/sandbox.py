@@ -43,7 +43,7 @@ def run_build(args: argparse.Namespace) -> int:
 
     try:
         # Each step says what it does on stderr (the images modules' own progress lines).
-        build_images(rebuild_rootfs=args.rebuild, runtime=False)
+        build_images(rebuild_rootfs=args.rebuild)
         if not args.no_runtime:
             build_runtime_image()
     except (SandboxError, subprocess.CalledProcessError) as exc:

@@ -154,14 +154,9 @@ def build_image(client, dockerfile: str, context: Path, tag: str, labels: dict) 
         raise SandboxError(f"docker build of {tag} failed: {exc}\n{lines}") from exc
 
 
-def build_images(
-    rebuild_rootfs: bool = False, runtime: bool = False, progress: Progress = print_progress
-) -> None:
-    """Build whatever is missing: the root filesystem, the base and the sandbox image.
-
-    `runtime` is ignored (kept for old callers): the runtime image is
-    `envgym.remote.image.build_runtime_image`'s, built after these.
-    """
+def build_images(rebuild_rootfs: bool = False, progress: Progress = print_progress) -> None:
+    """Build whatever is missing: the root filesystem, the base and the sandbox image
+    (the runtime image is `envgym.remote.image.build_runtime_image`'s, built after)."""
     import docker
 
     client = docker_client()
