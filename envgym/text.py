@@ -4,6 +4,7 @@ charset, turning any action into text, quoting it back, and rendering."""
 from __future__ import annotations
 
 import string
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ __all__ = [
     "coerce_action",
     "quote_for_feedback",
     "render_text",
+    "to_ascii",
 ]
 
 #: Every character an envgym observation may contain, and every character the
@@ -52,6 +54,16 @@ def quote_for_feedback(text: str, limit: int = 60) -> str:
         text = text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
         text = "".join(c if c in _CHARSET_SET else "?" for c in text)
     return repr(text) if "'" not in text else '"' + text.replace('"', "'") + '"'
+
+
+def to_ascii(text: str) -> str:
+    """Printable ASCII for an observation: accents dropped, other characters as '?'."""
+    if all(c in _CHARSET_SET for c in text):
+        return text
+    text = unicodedata.normalize("NFKD", text)
+    return "".join(
+        c if c in _CHARSET_SET else ("" if unicodedata.combining(c) else "?") for c in text
+    )
 
 
 #: The longest observation and action a Text space allows.

@@ -86,8 +86,10 @@ class BM25Retriever:
 
     The title and text of a document are indexed together. A query's words are
     deduplicated; documents that share no word with the query are never returned.
-    Attributes: `index_dir` (the cached index), `index_hash`, `from_cache`
-    (whether the index was loaded rather than built).
+    `docs_hash` names the documents' content when the caller already knows it
+    (else `docs_fingerprint` reads every document). Attributes: `index_dir`
+    (the cached index), `index_hash`, `from_cache` (whether the index was
+    loaded rather than built).
     """
 
     kind = "bm25"
@@ -100,6 +102,7 @@ class BM25Retriever:
         k1: float = 1.5,
         b: float = 0.75,
         show_progress: bool = False,
+        docs_hash: str | None = None,
     ) -> None:
         bm25s = require_extra("bm25s", "BM25 retrieval")
         if not docs:
@@ -118,7 +121,9 @@ class BM25Retriever:
             "stemmer": "snowball-english" if _stemmer() is not None else None,
         }
         self._stem = _stemmer() is not None
-        self.docs_hash = docs_fingerprint(docs)
+        # A caller whose documents are generated from a known recipe names them by
+        # that recipe's hash, so they are not all rendered just to be hashed.
+        self.docs_hash = docs_fingerprint(docs) if docs_hash is None else docs_hash
         self.index_hash = index_key(self.docs_hash, self.settings)
         root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.index_dir = root / f"bm25-{self.index_hash[:32]}"

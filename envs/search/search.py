@@ -12,8 +12,6 @@ are cached on disk, so a reset costs milliseconds. Answers are scored in
 from __future__ import annotations
 
 import hashlib
-import string
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,7 +32,7 @@ from envgym.envs.search.scoring import exact_match, token_f1
 from envgym.envs.search.sources import loaded_questions, open_retriever
 from envgym.envs.search.world import MAX_DOCS, MIN_DOCS, World, load_world
 from envgym.parsing import first_tag, parse_tool_calls, strip_think
-from envgym.text import quote_for_feedback
+from envgym.text import quote_for_feedback, to_ascii
 
 __all__ = ["SEARCH_TOOL", "SearchEnv", "SearchPreset", "exact_match", "token_f1"]
 
@@ -70,22 +68,11 @@ SEARCH_TOOL: dict[str, Any] = {
     },
 }
 
-_PRINTABLE = frozenset(string.printable)
 _FORMAT_HINT = (
     "Reply with <search>your query</search> to search, or <answer>your answer</answer> to "
     'answer (or call the search tool: <tool_call>{"name": "search", "arguments": '
     '{"query": "..."}}</tool_call>).'
 )
-
-
-def to_ascii(text: str) -> str:
-    """Printable ASCII for an observation: accents dropped, other characters as '?'."""
-    if all(c in _PRINTABLE for c in text):
-        return text
-    text = unicodedata.normalize("NFKD", text)
-    return "".join(
-        c if c in _PRINTABLE else ("" if unicodedata.combining(c) else "?") for c in text
-    )
 
 
 @dataclass(frozen=True)
