@@ -31,6 +31,7 @@ __all__ = [
     "list_envs",
     "load_entry_point",
     "make_text_env",
+    "missing_data",
     "register_envs",
 ]
 
@@ -59,6 +60,9 @@ class EnvSpec:
     default_difficulty: str = "easy"
     #: "module:Class" of the env's oracle agent (a solver or planner), if any.
     oracle: str | None = None
+    #: "module:function" that raises FileNotFoundError, saying what to download,
+    #: when the data the env needs (files envgym cannot ship) is not on this machine.
+    data_check: str | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -90,6 +94,22 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         description="Multi-hop questions over a generated 100k-document encyclopedia (Search-R1)",
         tags=("search", "tool-use", "multi-turn", "question-answering", "search-r1-like"),
         oracle="envgym.envs.search.oracle:SearchOracle",
+    ),
+    EnvSpec(
+        id="envgym/Shop-v0",
+        entry_point="envgym.envs.shop:ShopEnv",
+        description="Find and buy what an instruction asks for in a generated 50k-product shop",
+        tags=("shopping", "web", "multi-turn", "webshop-like"),
+        oracle="envgym.envs.shop.oracle:ShopOracle",
+    ),
+    EnvSpec(
+        id="envgym/WebShop-v0",
+        entry_point="envgym.envs.shop.webshop_env:WebShopEnv",
+        description="The Shop env on WebShop's own product and instruction files (download them)",
+        tags=("shopping", "web", "multi-turn", "webshop", "needs-data"),
+        difficulties=("standard",),
+        default_difficulty="standard",
+        data_check="envgym.envs.shop.webshop:find_webshop_files",
     ),
     EnvSpec(
         id="envgym/Code-v0",
@@ -209,6 +229,17 @@ def register_envs() -> None:
             kwargs=dict(spec.kwargs),
             nondeterministic=False,
         )
+
+
+def missing_data(spec: EnvSpec) -> str | None:
+    """None when `spec`'s env has the data it needs here, else what to download."""
+    if spec.data_check is None:
+        return None
+    try:
+        load_entry_point(spec.data_check)()
+    except FileNotFoundError as exc:
+        return str(exc)
+    return None
 
 
 def list_envs(tag: str | None = None) -> list[EnvSpec]:

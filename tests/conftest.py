@@ -11,6 +11,9 @@ collected, and every subprocess a test starts inherits them with os.environ.
   found before ``ENVGYM_CACHE`` moved (as root that is /var/lib/envgym/rootfs,
   which a set ``ENVGYM_CACHE`` would otherwise move into the empty temporary
   cache), so the sandbox tests keep using the one `envgym sandbox build` made.
+- ``ENVGYM_WEBSHOP_DATA``: small files in WebShop's format (`webshop_files.py`),
+  so ``envgym/WebShop-v0`` plays in every test that goes over all ids, and never
+  reads a real download in the user's home.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 from envgym.sandbox.images import rootfs_path
 
@@ -28,3 +32,9 @@ _CACHE = tempfile.mkdtemp(prefix="envgym-test-cache-")
 os.environ["ENVGYM_CACHE"] = _CACHE
 os.environ["XDG_CACHE_HOME"] = os.path.join(_CACHE, "xdg")
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+
+from webshop_files import write_webshop_files  # noqa: E402 - after the cache moved
+
+os.environ["ENVGYM_WEBSHOP_DATA"] = str(
+    write_webshop_files(Path(_CACHE) / "webshop-data", num_products=400)
+)
