@@ -6,6 +6,7 @@
     envgym eval ID --agent oracle --episodes 20 --out results.json
     envgym baselines                     random and oracle agents on every env
     envgym search serve --port 8300      a retrieval server for the search env
+    envgym shop serve --port 8400        the shop env as a web site
     envgym serve ID --port 8000          serve an env over WebSocket (OpenEnv protocol)
     envgym sandbox doctor                which code sandboxes work here
 
@@ -22,7 +23,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from envgym.cli import envs, evaluate, sandbox, search, serve
+from envgym.cli import envs, evaluate, sandbox, search, serve, shop
 from envgym.cli.arguments import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
 from envgym.evaluation import EvaluationError, ResultsFileError
 from envgym.registry import EnvCreationError, register_envs
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     envs.add_commands(sub)
     evaluate.add_commands(sub)
     search.add_commands(sub)
+    shop.add_commands(sub)
     serve.add_commands(sub)
     sandbox.add_commands(sub)
     return parser
