@@ -12,8 +12,17 @@ the best of three passes; reset latency percentiles use every reset.
 Gymnasium's own FrozenLake-v1, an integer-action toy env, is measured in the
 same run as the baseline, so the ratios hold on a noisy machine.
 
+A Shop section follows: on the default 50,000-product catalogue, reset
+latency and the latency of a search step (``search[...]`` with the
+instruction's words, BM25 over the catalogue, the first results page
+rendered), and for 50,000 and 500,000 products the time to generate the
+catalogue, build its search index and load the index from the disk cache in
+a fresh process. Ids whose data is not on this machine (WebShop-v0) are left
+out.
+
     python benchmarks/env_throughput.py            # every id, every difficulty
     python benchmarks/env_throughput.py --quick    # fewer samples
+    python benchmarks/env_throughput.py --ids envgym/Shop-v0 --shop-sizes 50000 500000
 """
 
 from __future__ import annotations
@@ -22,6 +31,9 @@ import argparse
 import json
 import platform
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 import gymnasium as gym
@@ -29,6 +41,7 @@ import numpy as np
 
 import envgym
 from envgym.core import MAX_EPISODE_LENGTH
+from envgym.registry import missing_data
 
 #: Replies for envs that list no admissible actions: searches and answers.
 OPEN_TEXT_REPLIES = (
@@ -95,6 +108,90 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
+def measure_shop_steps(env: gym.Env, count: int) -> tuple[list[float], list[float]]:
+    """Shop reset and search-step latencies (ms): each episode resets, then searches
+    with the admissible search (the instruction's words) and shows page 1."""
+    resets, searches = [], []
+    clock = time.perf_counter
+    for seed in range(count):
+        start = clock()
+        _, info = env.reset(seed=seed)
+        resets.append((clock() - start) * 1000)
+        search = info["admissible_actions"][0]
+        start = clock()
+        env.step(search)
+        searches.append((clock() - start) * 1000)
+    return resets, searches
+
+
+_INDEX_TIMING = """
+import json, sys, time
+t0 = time.perf_counter()
+from envgym.envs.shop.catalogue import GeneratedCatalogue
+from envgym.envs.shop.index import shop_index
+t1 = time.perf_counter()
+catalogue = GeneratedCatalogue(int(sys.argv[1]), 0)
+t2 = time.perf_counter()
+index = shop_index(catalogue, sys.argv[2])
+t3 = time.perf_counter()
+index.search("long lasting bottle", k=50)
+print(json.dumps({"generate_s": t2 - t1, "index_s": t3 - t2, "from_cache": index.from_cache}))
+"""
+
+
+def measure_shop_index(num_products: int) -> dict[str, float]:
+    """Catalogue generation, index build (empty cache) and index load (a second fresh
+    process, same cache), in seconds."""
+    with tempfile.TemporaryDirectory() as cache:
+        runs = []
+        for _ in range(2):
+            out = subprocess.run(
+                [sys.executable, "-c", _INDEX_TIMING, str(num_products), cache],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            runs.append(json.loads(out.stdout))
+    build, load = runs
+    assert not build["from_cache"] and load["from_cache"]
+    return {
+        "products": num_products,
+        "generate_s": build["generate_s"],
+        "build_s": build["index_s"],
+        "load_s": load["index_s"],
+        "load_generate_s": load["generate_s"],
+    }
+
+
+def shop_section(resets: int, sizes: list[int]) -> dict[str, object]:
+    """The Shop measurements: latencies on the default catalogue, index timings."""
+    env = gym.make("envgym/Shop-v0")
+    env.reset(seed=0)  # the catalogue and index are loaded once per process
+    reset_ms, search_ms = measure_shop_steps(env, resets)
+    print("\nShop (envgym/Shop-v0, 50,000 products, easy)")
+    print(
+        f"reset p50 {percentile(reset_ms, 50):.3f} ms (p99 {percentile(reset_ms, 99):.3f}); "
+        f"search step p50 {percentile(search_ms, 50):.3f} ms "
+        f"(p99 {percentile(search_ms, 99):.3f})"
+    )
+    index_rows = []
+    for size in sizes:
+        row = measure_shop_index(size)
+        index_rows.append(row)
+        print(
+            f"{size:>9,} products: generate {row['generate_s']:.2f} s, build index "
+            f"{row['build_s']:.2f} s, load index {row['load_s']:.2f} s "
+            f"(build/load {row['build_s'] / row['load_s']:.1f}x)"
+        )
+    return {
+        "reset_p50_ms": percentile(reset_ms, 50),
+        "reset_p99_ms": percentile(reset_ms, 99),
+        "search_step_p50_ms": percentile(search_ms, 50),
+        "search_step_p99_ms": percentile(search_ms, 99),
+        "index": index_rows,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=100_000, help="steps per measurement")
@@ -102,6 +199,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="20k steps, 200 resets")
     parser.add_argument("--json", help="also write the numbers to this file")
     parser.add_argument("--ids", nargs="+", help="only these env ids (default: all)")
+    parser.add_argument(
+        "--shop-sizes",
+        nargs="*",
+        type=int,
+        default=[50_000, 500_000],
+        help="catalogue sizes for the Shop index timings (default: 50000 500000)",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.steps, args.resets = 20_000, 200
@@ -115,10 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(("gymnasium FrozenLake-v1 (baseline)", "-", base_steps, None, base_reset, None))
 
     specs = [s for s in envgym.list_envs() if not args.ids or s.id in args.ids]
+    specs = [s for s in specs if missing_data(s) is None]
     for spec in specs:
         # A game step also plays the opponents (a search, on hard): fewer steps.
         steps = args.steps // 20 if "game" in spec.tags else args.steps
-        if "search" in spec.tags:
+        if "search" in spec.tags or "shopping" in spec.tags:
             steps = args.steps // 100
         for level in spec.difficulties:
             # The longest episodes allowed: truncation resets stay out of the step timing.
@@ -168,9 +273,12 @@ def main(argv: list[str] | None = None) -> int:
                 "reset_p99_ms": p99,
             }
         )
+    shop = None
+    if any(spec.id == "envgym/Shop-v0" for spec in specs):
+        shop = shop_section(args.resets, args.shop_sizes)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(records, fh, indent=2)
+            json.dump({"envs": records, "shop": shop}, fh, indent=2)
     return 0
 
 

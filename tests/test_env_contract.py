@@ -40,6 +40,9 @@ VARIANTS = [
     ("envgym/FrozenLake-v0", {"slippery": True}),
     ("envgym/LiarsDice-v0", {"num_players": 4}),
     ("envgym/Sokoban-v0", {"size": (7, 9), "num_boxes": 2}),
+    ("envgym/Shop-v0", {"observation": "html"}),
+    ("envgym/Shop-v0", {"observation": "html", "difficulty": "hard"}),
+    ("envgym/WebShop-v0", {"observation": "html"}),
 ]
 CHECK_CASES = [(env_id, {"difficulty": level}) for env_id, level in ID_AND_DIFFICULTY] + VARIANTS
 
