@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from envgym.envs.shop import webshop
+from envgym.envs.shop import json_stream
 from envgym.envs.shop.model import Catalogue
 from envgym.envs.shop.reward import shop_reward
 from envgym.envs.shop.webshop import (
@@ -308,7 +308,7 @@ def test_damaged_json_is_reported_not_raised_raw(tmp_path, monkeypatch):
 
 def test_records_split_across_read_chunks(tmp_path, monkeypatch):
     whole = load_webshop(_write(tmp_path / "whole"))
-    monkeypatch.setattr(webshop, "_CHUNK", 5)  # multi-byte characters straddle chunks too
+    monkeypatch.setattr(json_stream, "_CHUNK", 5)  # multi-byte characters straddle chunks too
     catalogue, goals = load_webshop(_write(tmp_path / "chunked"))
     assert catalogue.fingerprint == whole[0].fingerprint
     products = [catalogue.product(i) for i in range(len(catalogue))]

@@ -22,7 +22,7 @@ import numpy as np
 
 from envgym.envs.shop.catalogue import GeneratedCatalogue
 from envgym.envs.shop.categories import TYPES
-from envgym.envs.shop.model import Goal
+from envgym.envs.shop.model import PRICE_RANGE, Goal, price_bound
 
 __all__ = [
     "MAX_GOAL_ATTRIBUTES",
@@ -31,9 +31,6 @@ __all__ = [
     "goal_from_task_id",
     "make_goal",
 ]
-
-PRICE_RANGE = [10.0 * i for i in range(1, 100)]
-"""WebShop's price bounds: $10 to $990 in steps of $10."""
 
 MAX_GOAL_ATTRIBUTES = 4
 """Products carry 2 to 4 attributes, so a goal asks for at most 4."""
@@ -123,10 +120,7 @@ def make_goal(
     for g in groups:
         name, values = product.options[g]
         options.append((name, values[int(rng.integers(len(values)))]))
-    candidates = [p for p in PRICE_RANGE if p > product.price][:4]
-    price_upper = math.inf
-    if len(candidates) >= 2:
-        price_upper = float(max(rng.choice(candidates, 2, replace=False)))
+    price_upper = price_bound(product.price, rng)
     instruction = _instruction(ptype.phrase, ptype.unit, attributes, options, price_upper, rng)
     return Goal(
         task_id=format_task_id(num_attributes, num_options, seed),

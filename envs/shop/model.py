@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Catalogue", "Goal", "Product", "Review", "format_price"]
+__all__ = ["PRICE_RANGE", "Catalogue", "Goal", "Product", "Review", "format_price", "price_bound"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,8 @@ class Catalogue(Protocol):
 
     def product(self, i: int) -> Product: ...
 
+    def asin(self, i: int) -> str: ...
+
     def index_of(self, asin: str) -> int | None: ...
 
     def search_text(self, i: int) -> tuple[str, str]: ...
@@ -110,3 +112,17 @@ class Catalogue(Protocol):
 def format_price(price: float) -> str:
     """A price as the pages show it: ``$12.99``."""
     return f"${price:.2f}"
+
+
+#: WebShop's price bounds: $10 to $990 in steps of $10.
+PRICE_RANGE = [10.0 * i for i in range(1, 100)]
+
+
+def price_bound(price: float, rng: np.random.Generator) -> float:
+    """WebShop's price bound for a goal whose product costs `price`: the larger of
+    two draws among the first four `PRICE_RANGE` steps above it, or ``inf`` (no
+    price clause) when fewer than two are left."""
+    candidates = [p for p in PRICE_RANGE if p > price][:4]
+    if len(candidates) < 2:
+        return float("inf")
+    return float(max(rng.choice(candidates, size=2, replace=False)))

@@ -263,7 +263,7 @@ class ShopEnv(TextEnv):
         satisfying = catalogue.satisfying(goal)
         self._goal = goal
         self.task_id = goal.task_id
-        self._satisfying = tuple(catalogue.product(int(i)).asin for i in satisfying[:MAX_LISTED])
+        self._satisfying = tuple(catalogue.asin(int(i)) for i in satisfying[:MAX_LISTED])
         self._satisfying_count = len(satisfying)
         self._results = ()
         self._searches = 0

@@ -33,12 +33,10 @@ are listed once. Files are read record by record (the full products file is GBs)
 
 from __future__ import annotations
 
-import codecs
 import hashlib
-import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import astuple, dataclass, replace
 from decimal import Decimal, InvalidOperation
 from functools import partial
@@ -47,7 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from envgym.envs.shop.model import Goal, Product
+from envgym.envs.shop.json_stream import JsonStream
+from envgym.envs.shop.model import Goal, Product, price_bound
 from envgym.envs.shop.reward import option_matches, shop_reward
 
 __all__ = [
@@ -65,11 +64,8 @@ LOADER_FORMAT = 1  # bump when a conversion rule changes: it re-keys cached sear
 PRODUCT_FILES = ("items_shuffle.json", "items_shuffle_1000.json")
 ATTRIBUTE_FILES = ("items_ins_v2.json", "items_ins_v2_1000.json")
 HUMAN_FILE = "items_human_ins.json"
-PRICE_RANGE = [10.0 * i for i in range(1, 100)]
 _FILES = {"products": PRODUCT_FILES, "attributes": ATTRIBUTE_FILES, "instructions": (HUMAN_FILE,)}
 _ENV_VAR = "ENVGYM_WEBSHOP_DATA"
-_CHUNK = 1 << 20
-_MAX_RECORD = 64 << 20  # a single record this long means a damaged file, not a big product
 
 
 class WebShopDataMissing(FileNotFoundError):
@@ -131,94 +127,6 @@ def find_webshop_files(data_dir: str | Path | None = None) -> WebShopFiles:
             source = f"the default folder; neither data_dir= nor ${_ENV_VAR} was given"
         raise WebShopDataMissing(_missing_message(folder, source, missing))
     return WebShopFiles(*found.values())  # type: ignore[arg-type]
-
-
-# ----------------------------------------------------------- streaming JSON reading
-class _JsonStream:
-    """The items of a top-level JSON list, or the members of a top-level object, read
-    one at a time, so a multi-gigabyte file never sits in memory as one document."""
-
-    _decoder = json.JSONDecoder()
-
-    def __init__(self, path: Path, hasher: Any, progress: Callable[..., None]) -> None:
-        self.path, self.hasher, self.progress = path, hasher, progress
-        self.file = path.open("rb")
-        self.utf8 = codecs.getincrementaldecoder("utf-8")()
-        self.buf, self.pos, self.eof = "", 0, False
-
-    def __enter__(self) -> _JsonStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.file.close()
-
-    def _more(self) -> bool:
-        """Append the next chunk to the unread text; False at the end of the file."""
-        if self.eof:
-            return False
-        raw = self.file.read(_CHUNK)
-        self.hasher.update(raw)
-        self.progress(advance=len(raw))
-        try:
-            text = self.utf8.decode(raw, final=not raw)
-        except UnicodeDecodeError as e:
-            raise _fail(self.path, "encoding", f"not UTF-8 ({e.reason})") from None
-        self.eof = not raw
-        self.buf, self.pos = self.buf[self.pos :] + text, 0
-        return not self.eof
-
-    def _peek(self) -> str:
-        """The next character that is not white space ('' at the end)."""
-        while True:
-            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
-                self.pos += 1
-            if self.pos < len(self.buf) or not self._more():
-                return self.buf[self.pos : self.pos + 1]
-
-    def _expect(self, chars: str, where: str) -> str:
-        c = self._peek()
-        if not c or c not in chars:
-            found = repr(c) if c else "the end of the file"
-            raise _fail(self.path, where, f"expected {' or '.join(chars)}, found {found}")
-        self.pos += 1
-        return c
-
-    def _value(self, where: str) -> Any:
-        self._peek()
-        while True:
-            try:
-                value, end = self._decoder.raw_decode(self.buf, self.pos)
-            except json.JSONDecodeError as e:
-                if len(self.buf) - self.pos < _MAX_RECORD and self._more():
-                    continue  # the value runs past what has been read so far
-                raise _fail(self.path, where, f"not valid JSON ({e.msg})") from None
-            # A number may continue in the next chunk; anything else ends in its own closer.
-            if end == len(self.buf) and isinstance(value, int | float) and self._more():
-                continue
-            self.pos = end
-            return value
-
-    def entries(self, kind: str) -> Iterator[tuple[Any, Any]]:
-        """(position, item) of a top-level list, or (key, value) of an object."""
-        opening, closing = "[]" if kind == "list" else "{}"
-        if self._peek() != opening:
-            raise _fail(self.path, "start", f"not a JSON {kind}; is this a WebShop file?")
-        self.pos += 1
-        if self._peek() == closing:
-            return
-        n = 0
-        while True:
-            key, where = n, f"record {n}"
-            if kind == "object":
-                key = self._value(f"key {n}")
-                if not isinstance(key, str):
-                    raise _fail(self.path, f"key {n}", f"{key!r} is not a string")
-                self._expect(":", f"after key {key!r}")
-                where = f"entry {key!r}"
-            yield key, self._value(where)
-            n += 1
-            if self._expect("," + closing, f"after {where}") == closing:
-                return
 
 
 # --------------------------------------------------------------- product conversion
@@ -324,6 +232,9 @@ class WebShopCatalogue:
     def product(self, i: int) -> Product:
         return self._products[i]
 
+    def asin(self, i: int) -> str:
+        return self._products[i].asin
+
     def index_of(self, asin: str) -> int | None:
         return self._positions.get(asin)
 
@@ -379,20 +290,13 @@ def _goal_options(raw: Any, where: str, file: Path) -> tuple[tuple[str, str], ..
     return tuple((k, v.strip()) for k, v in pairs if v.strip())
 
 
-def _price_bound(price: float, rng: np.random.Generator) -> float:
-    candidates = [p for p in PRICE_RANGE if p > price][:4]
-    if len(candidates) < 2:
-        return float("inf")
-    return float(max(rng.choice(candidates, size=2, replace=False)))
-
-
 def load_webshop_goals(
     catalogue: WebShopCatalogue, files: WebShopFiles, seed: int = 0
 ) -> list[Goal]:
     """WebShop's human goals (``get_human_goals``) for the products of `catalogue`, in
     catalogue order (see the module docstring)."""
     file = files.human_instructions
-    with _JsonStream(file, hashlib.sha256(), lambda **_: None) as reader:
+    with JsonStream(file, hashlib.sha256(), lambda **_: None, _fail) as reader:
         instructions = dict(reader.entries("object"))
     goals: list[Goal] = []
     for i in range(len(catalogue)):
@@ -413,7 +317,7 @@ def load_webshop_goals(
                 continue  # WebShop skips instructions without attributes
             text = _text(record, "instruction", where, file)
             options = _goal_options(record.get("instruction_options", []), where, file)
-            bound = _price_bound(product.price, np.random.default_rng([seed, len(goals)]))
+            bound = price_bound(product.price, np.random.default_rng([seed, len(goals)]))
             clause = "" if bound == float("inf") else f", and price lower than {bound:.2f} dollars"
             goals.append(
                 Goal(
@@ -477,9 +381,9 @@ def _read_all(
     with progress:
         task = progress.add_task("reading WebShop files", total=total)
 
-        def stream(path: Path) -> _JsonStream:
+        def stream(path: Path) -> JsonStream:
             progress.update(task, description=path.name)
-            return _JsonStream(path, hasher, partial(progress.update, task))
+            return JsonStream(path, hasher, partial(progress.update, task), _fail)
 
         products: dict[str, Product] = {}
         with stream(files.products) as reader:
