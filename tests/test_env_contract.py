@@ -45,6 +45,12 @@ VARIANTS = [
     ("envgym/WebShop-v0", {"observation": "html"}),
 ]
 CHECK_CASES = [(env_id, {"difficulty": level}) for env_id, level in ID_AND_DIFFICULTY] + VARIANTS
+#: Observation modes beyond the default text, also checked for determinism and fuzzing.
+MODES = [
+    ("envgym/Shop-v0", {"difficulty": "hard", "observation": "html"}),
+    ("envgym/WebShop-v0", {"observation": "html"}),
+]
+MODE_CASES = [(env_id, {"difficulty": level}) for env_id, level in ID_AND_DIFFICULTY] + MODES
 
 
 @pytest.mark.parametrize("env_id,kwargs", CHECK_CASES)
@@ -57,17 +63,17 @@ def test_gymnasium_checker_passes_unwrapped_and_through_make(env_id, kwargs):
         check_env(gym.make(env_id, **kwargs))
 
 
-def _first_resets(env_id: str, difficulty: str, seeds: list[int]) -> list[list[str]]:
-    env = gym.make(env_id, difficulty=difficulty)
+def _first_resets(env_id: str, kwargs: dict, seeds: list[int]) -> list[list[str]]:
+    env = gym.make(env_id, **kwargs)
     return [[obs, info["task_id"]] for obs, info in (env.reset(seed=s) for s in seeds)]
 
 
-@pytest.mark.parametrize("env_id,difficulty", ID_AND_DIFFICULTY)
-def test_same_seed_same_first_observation_in_another_process(env_id, difficulty):
+@pytest.mark.parametrize("env_id,kwargs", MODE_CASES)
+def test_same_seed_same_first_observation_in_another_process(env_id, kwargs):
     seeds = [0, 1, 12345]
     script = (
         "import json, sys, gymnasium as gym, envgym\n"
-        f"env = gym.make({env_id!r}, difficulty={difficulty!r})\n"
+        f"env = gym.make({env_id!r}, **{kwargs!r})\n"
         "print(json.dumps([[o, i['task_id']] for o, i in "
         f"(env.reset(seed=s) for s in {seeds!r})]))\n"
     )
@@ -77,7 +83,7 @@ def test_same_seed_same_first_observation_in_another_process(env_id, difficulty)
         [sys.executable, "-c", script], capture_output=True, text=True, env=child_env, check=True
     )
     theirs = json.loads(out.stdout)
-    ours = _first_resets(env_id, difficulty, seeds)
+    ours = _first_resets(env_id, kwargs, seeds)
     assert ours == theirs
     # A game's first board may repeat (an empty grid); its task never does.
     assert len({task_id for _, task_id in ours}) == len(seeds), "seeds should give new tasks"
@@ -125,9 +131,9 @@ def _adversarial_actions(rng: np.random.Generator, admissible: list[str]) -> lis
     ]
 
 
-@pytest.mark.parametrize("env_id,difficulty", ID_AND_DIFFICULTY)
-def test_ten_thousand_random_and_adversarial_actions_never_raise(env_id, difficulty):
-    env = gym.make(env_id, difficulty=difficulty)
+@pytest.mark.parametrize("env_id,kwargs", MODE_CASES)
+def test_ten_thousand_random_and_adversarial_actions_never_raise(env_id, kwargs):
+    env = gym.make(env_id, **kwargs)
     rng = np.random.default_rng(0)
     obs, info = env.reset(seed=0)
     # Drawing from the Text space is slow (up to 8,192 characters a sample): draw
