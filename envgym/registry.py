@@ -276,7 +276,8 @@ def make_text_env(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> g
     """`gym.make(env_id, **env_kwargs)`, with errors that say what to fix.
 
     Raises KeyError for an unknown id and `EnvCreationError` for kwargs the env
-    refuses, env code that does not import, or an env that is not a text env.
+    refuses, env code that does not import, data the env needs that is not on
+    this machine, or an env that is not a text env.
     """
     _gym_spec(env_id)
     kwargs = dict(env_kwargs or {})
@@ -287,6 +288,10 @@ def make_text_env(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> g
             f"could not import the code of {env_id}: {exc}. Is the env's package installed "
             "(with its extras)?"
         ) from exc
+    except FileNotFoundError as exc:
+        # Data the env needs and envgym cannot ship (WebShop-v0's files); the
+        # message says what to download and where to put it.
+        raise EnvCreationError(f"could not make {env_id}: {exc}") from exc
     except (TypeError, ValueError) as exc:
         if isinstance(exc, EnvCreationError):
             raise

@@ -324,3 +324,20 @@ def test_progress_is_shown_when_asked(tmp_path, capfd, monkeypatch):
     load_webshop(_write(tmp_path / "shown"), show_progress=True)
     captured = capfd.readouterr()
     assert "WebShop files" in captured.err and "100%" in captured.err
+
+
+def test_cli_without_the_files_says_what_to_download(tmp_path, monkeypatch, capsys):
+    from envgym.cli import main
+    from envgym.registry import get_spec, missing_data
+
+    monkeypatch.setenv("ENVGYM_WEBSHOP_DATA", str(tmp_path / "empty"))
+    spec = get_spec("envgym/WebShop-v0")
+    assert "items_human_ins.json" in missing_data(spec)
+    assert missing_data(get_spec("envgym/Shop-v0")) is None
+    code = main(["eval", "envgym/WebShop-v0", "--agent", "random", "--episodes", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "items_shuffle_1000.json" in err and str(tmp_path / "empty") in err
+    # Asked for by name, baselines refuses with the same reason.
+    assert main(["baselines", "--env", "envgym/WebShop-v0", "--episodes", "1"]) == 2
+    assert "cannot run here" in capsys.readouterr().err
