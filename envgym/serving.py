@@ -1,14 +1,15 @@
 """`AppServer`: one ASGI app served by uvicorn on one listening socket.
 
 The one way envgym runs its HTTP servers: ``envgym serve`` (the env server,
-`envgym.remote.launcher`) and ``envgym search serve`` (the retrieval server,
-`envgym.envs.search.server`). The socket comes from `envgym.sockets` (TCP on
-127.0.0.1 or an owner-only Unix socket), bound before serving so that port 0
-has picked its port by then. `AppServer.run` serves in this thread until
-`stop`, Ctrl-C or SIGTERM (a clean stop, as ``docker stop`` and
-``Popen.terminate`` ask); `AppServer.start` serves on a background thread
-until `close`. Either way the socket is closed, and a Unix socket's file
-removed, once serving ends.
+`envgym.remote.launcher`), ``envgym search serve`` (the retrieval server,
+`envgym.envs.search.server`) and ``envgym shop serve`` (`envgym.envs.shop.site`).
+The socket comes from `envgym.sockets` (TCP on 127.0.0.1 or an owner-only Unix
+socket), bound before serving so that port 0 has picked its port by then.
+`AppServer.run` serves in this thread until `stop`, Ctrl-C or SIGTERM (a clean
+stop, as ``docker stop`` and ``Popen.terminate`` ask); `AppServer.start`
+serves on a background thread until `close`, and `BackgroundServer` wraps that
+as a context manager. Either way the socket is closed, and a Unix socket's
+file removed, once serving ends.
 
 Imports only the standard library, and uvicorn when an `AppServer` is made.
 """
@@ -21,9 +22,10 @@ import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, Self
 
-__all__ = ["AppServer", "ServingError", "socket_url"]
+__all__ = ["AppServer", "BackgroundServer", "ServingError", "socket_url"]
 
 
 class ServingError(RuntimeError):
@@ -178,3 +180,30 @@ def _sigterm_as_exception() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+class BackgroundServer:
+    """An `AppServer` on a background thread of this process, as a context manager
+    (tests, benchmarks, notebooks). `address` is where it listens, `url` its
+    ``http://127.0.0.1:PORT`` (None on a Unix socket) and `uds` the socket path."""
+
+    thread_name = "envgym-server"
+
+    def __init__(self, server: AppServer, uds: str | Path | None) -> None:
+        self._server = server
+        self.uds = None if uds is None else str(uds)
+        self.address = server.url
+        self.url = self.address if self.uds is None else None
+
+    def start(self) -> Self:
+        self._server.start(thread_name=self.thread_name)
+        return self
+
+    def stop(self) -> None:
+        self._server.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-from envgym.serving import AppServer, socket_url
+from envgym.serving import AppServer, BackgroundServer, socket_url
 from envgym.sockets import listening_socket
 
 from .retrieval import Retriever, _require
@@ -161,13 +161,15 @@ def serve(
     server.run()
 
 
-class RetrievalServer:
+class RetrievalServer(BackgroundServer):
     """The retrieval server on a background thread of this process (tests, benchmarks,
     notebooks). Use as a context manager; `address`, `url` and `uds` say where it is.
 
         with RetrievalServer(retriever) as server:           # 127.0.0.1, free port
             RemoteRetriever(url=server.url).search("...")
     """
+
+    thread_name = "envgym-retrieval-server"
 
     def __init__(
         self,
@@ -177,23 +179,7 @@ class RetrievalServer:
         uds: str | Path | None = None,
         info: dict[str, Any] | None = None,
     ) -> None:
-        self.uds = str(uds) if uds is not None else None
-        self._server = _app_server(retriever, port=port, uds=uds, info=info)
-        self.address = self._server.url
-        self.url = self.address if self.uds is None else None
-
-    def start(self) -> "RetrievalServer":
-        self._server.start(thread_name="envgym-retrieval-server")
-        return self
-
-    def stop(self) -> None:
-        self._server.close()
-
-    def __enter__(self) -> "RetrievalServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().__init__(_app_server(retriever, port=port, uds=uds, info=info), uds)
 
 
 def main_serve(

@@ -38,7 +38,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from envgym.envs.shop.html import render_html
-from envgym.serving import AppServer, socket_url
+from envgym.serving import AppServer, BackgroundServer, socket_url
 from envgym.sockets import listening_socket
 
 __all__ = [
@@ -412,13 +412,15 @@ def serve(
     ).run()
 
 
-class ShopSite:
+class ShopSite(BackgroundServer):
     """The site on a background thread of this process (tests, notebooks); a context
     manager. `url` is ``http://127.0.0.1:PORT`` (None on a Unix socket, `uds`).
 
         with ShopSite(lambda: ShopEnv(num_products=2000, observation="html")) as site:
             httpx.get(site.url + "/")
     """
+
+    thread_name = "envgym-shop-site"
 
     def __init__(
         self,
@@ -428,22 +430,7 @@ class ShopSite:
         uds: str | Path | None = None,
         max_sessions: int = 1000,
     ) -> None:
-        self.uds = str(uds) if uds is not None else None
-        self._server = _app_server(
+        server = _app_server(
             env_factory, port=None if uds else port, uds=uds, max_sessions=max_sessions
         )
-        self.address = self._server.url
-        self.url = self.address if self.uds is None else None
-
-    def start(self) -> "ShopSite":
-        self._server.start(thread_name="envgym-shop-site")
-        return self
-
-    def stop(self) -> None:
-        self._server.close()
-
-    def __enter__(self) -> "ShopSite":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().__init__(server, uds)
