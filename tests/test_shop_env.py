@@ -181,3 +181,10 @@ def test_catalogue_is_shared_by_every_env_of_a_process():
 def test_registered_ids():
     assert "envgym/Shop-v0" in [s.id for s in envgym.list_envs()]
     assert "envgym/WebShop-v0" in [s.id for s in envgym.list_envs()]
+
+
+def test_oracle_reads_html_pages_too():
+    env = ShopEnv(num_products=SMALL, difficulty="medium", observation="html")
+    oracle = ShopOracle()
+    wins = sum(_play(env, oracle, seed)[1]["success"] for seed in range(20))
+    assert wins >= 18
