@@ -146,3 +146,13 @@ def test_no_price_bound_always_counts_the_price():
 )
 def test_parse_shop_action(reply, parsed):
     assert parse_shop_action(reply) == parsed
+
+
+def test_a_text_page_of_a_huge_product_still_fits_the_observation_space():
+    from envgym.envs.shop.pages import PageView, render_text
+    from envgym.text import OBSERVATION_MAX_LENGTH
+
+    options = (("size", tuple(f"size {i} " + "x" * 80 for i in range(400))),)
+    huge = Product(**{**PERFUME.__dict__, "options": options, "title": "t" * 5000})
+    text = render_text(PageView("item", "i need it", product=huge))
+    assert len(text) <= OBSERVATION_MAX_LENGTH and text.endswith("...")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from envgym.envs.shop.model import Product, format_price
 from envgym.envs.shop.reward import ShopReward
-from envgym.text import to_ascii
+from envgym.text import OBSERVATION_MAX_LENGTH, to_ascii
 
 __all__ = [
     "BACK_TO_SEARCH",
@@ -108,7 +108,7 @@ class PageView:
 
 def render_text(view: PageView) -> str:
     """The page in WebShop's text mode: its parts joined by `` [SEP] ``, after the
-    instruction (printable ASCII)."""
+    instruction (printable ASCII, at most `OBSERVATION_MAX_LENGTH` characters)."""
     parts = ["Instruction:", view.instruction]
     if view.message:
         parts.insert(0, view.message)
@@ -131,7 +131,12 @@ def render_text(view: PageView) -> str:
         parts += [BACK_TO_SEARCH, PREV_PAGE, *_sub_page_parts(view)]
     elif view.kind == "done":
         parts += _done_parts(view)
-    return to_ascii(SEP.join(p.replace("\n", " ") for p in parts))
+    text = to_ascii(SEP.join(p.replace("\n", " ") for p in parts))
+    if len(text) > OBSERVATION_MAX_LENGTH:
+        # Only a loaded product with hundreds of long options gets here; every
+        # button is still in info["admissible_actions"].
+        text = text[: OBSERVATION_MAX_LENGTH - 3] + "..."
+    return text
 
 
 def _item_parts(view: PageView) -> list[str]:
