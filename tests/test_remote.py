@@ -542,11 +542,16 @@ def test_an_oversized_message_closes_only_its_session(sokoban_server):
         assert ask(ws, {"type": "reset", "data": {"seed": 1}})["type"] == "observation"
         escaped = "\x0b" * schema["action_space"]["max_length"]
         assert ask(ws, {"type": "step", "data": {"action": escaped}})["type"] == "observation"
-        ws.send(json.dumps({"type": "step", "data": {"action": "x" * 1024 * 1024}}))
         with pytest.raises(ConnectionClosed) as closed:
+            ws.send(json.dumps({"type": "step", "data": {"action": "x" * 1024 * 1024}}))
             ws.recv(timeout=30)
-        assert closed.value.rcvd.code == 1009
-        assert str(limit) in closed.value.rcvd.reason
+        # The close frame says why. On a loaded machine the server can close its socket
+        # while the rest of the megabyte is still arriving; the kernel then resets the
+        # connection, which can drop that frame before the client reads it (seen once
+        # in CI). The session is closed either way, which is what this test is about.
+        if closed.value.rcvd is not None:
+            assert closed.value.rcvd.code == 1009
+            assert str(limit) in closed.value.rcvd.reason
         # The other session, and new ones, carry on.
         frame = ask(bystander, {"type": "step", "data": {"action": "<answer>Up</answer>"}})
         assert frame["data"]["observation"]["info"]["turn"] == 1
