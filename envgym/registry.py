@@ -64,6 +64,10 @@ class EnvSpec:
     #: when the data the env needs (files envgym cannot ship) is not on this machine.
     data_check: str | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
+    #: Constructor arguments a scored (leaderboard) run may set besides
+    #: "difficulty" and the preset settings: ones that pick the task, never a
+    #: backend, service, path or a change to how rewards are counted.
+    scoring_kwargs: tuple[str, ...] = ()
 
 
 ENV_SPECS: tuple[EnvSpec, ...] = (
@@ -73,6 +77,7 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         description="Push every box onto a target; procedural, always-solvable levels",
         tags=("puzzle", "planning", "multi-turn", "grid"),
         oracle="envgym.envs.sokoban.oracle:SokobanOracle",
+        scoring_kwargs=("max_actions_per_turn",),
     ),
     EnvSpec(
         id="envgym/FrozenLake-v0",
@@ -80,6 +85,7 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         description="Cross a frozen lake to the goal without falling into a hole",
         tags=("puzzle", "navigation", "multi-turn", "grid", "stochastic-option"),
         oracle="envgym.envs.frozenlake.oracle:FrozenLakeOracle",
+        scoring_kwargs=("slippery", "max_actions_per_turn"),
     ),
     EnvSpec(
         id="envgym/Household-v0",
@@ -94,6 +100,7 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         description="Multi-hop questions over a generated 100k-document encyclopedia (Search-R1)",
         tags=("search", "tool-use", "multi-turn", "question-answering", "search-r1-like"),
         oracle="envgym.envs.search.oracle:SearchOracle",
+        scoring_kwargs=("num_docs", "world_seed", "distractors", "top_k"),
     ),
     EnvSpec(
         id="envgym/Shop-v0",
@@ -101,6 +108,7 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         description="Find and buy what an instruction asks for in a generated 50k-product shop",
         tags=("shopping", "web", "multi-turn", "webshop-like"),
         oracle="envgym.envs.shop.oracle:ShopOracle",
+        scoring_kwargs=("num_products", "catalogue_seed", "observation"),
     ),
     EnvSpec(
         id="envgym/WebShop-v0",
@@ -110,6 +118,7 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         difficulties=("standard",),
         default_difficulty="standard",
         data_check="envgym.envs.shop.webshop:find_webshop_files",
+        scoring_kwargs=("split", "num_products", "observation"),
     ),
     EnvSpec(
         id="envgym/Code-v0",
@@ -117,6 +126,7 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         description="Write a Python function, test it in a sandbox, submit it (basic or HumanEval)",
         tags=("code", "tool-use", "multi-turn", "sandbox"),
         oracle="envgym.envs.code.oracle:CodeOracle",
+        scoring_kwargs=("split", "timeout_s"),
     ),
     EnvSpec(
         id="envgym/PythonMath-v0",
@@ -138,6 +148,7 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         description="TicTacToe against a built-in opponent (perfect minimax play on hard)",
         tags=("game", "two-player", "zero-sum", "self-play", "multi-turn"),
         default_difficulty="hard",
+        scoring_kwargs=("seat",),
     ),
     EnvSpec(
         id="envgym/ConnectFour-v0",
@@ -145,6 +156,7 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         description="Connect Four against a built-in opponent (depth-limited search on hard)",
         tags=("game", "two-player", "zero-sum", "self-play", "multi-turn"),
         default_difficulty="hard",
+        scoring_kwargs=("seat",),
     ),
     EnvSpec(
         id="envgym/KuhnPoker-v0",
@@ -152,6 +164,7 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         description="Kuhn poker against a built-in opponent (Nash equilibrium on hard)",
         tags=("game", "two-player", "zero-sum", "self-play", "imperfect-information"),
         default_difficulty="hard",
+        scoring_kwargs=("seat",),
     ),
     EnvSpec(
         id="envgym/SimpleNegotiation-v0",
@@ -159,6 +172,7 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         description="Trade resources toward private valuations against a built-in negotiator",
         tags=("game", "two-player", "negotiation", "self-play", "imperfect-information"),
         default_difficulty="hard",
+        scoring_kwargs=("seat",),
     ),
     EnvSpec(
         id="envgym/LiarsDice-v0",
@@ -166,6 +180,7 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         description="Liar's Dice (2-4 players) against built-in bidders",
         tags=("game", "multi-player", "zero-sum", "self-play", "imperfect-information"),
         default_difficulty="hard",
+        scoring_kwargs=("seat",),
     ),
 )
 

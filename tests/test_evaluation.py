@@ -142,7 +142,8 @@ def guess_env(monkeypatch: pytest.MonkeyPatch) -> str:
 def test_results_file_has_the_documented_shape_and_validates(guess_env, tmp_path):
     results = evaluate(guess_env, "oracle", episodes=3, seed=0, env_kwargs={"difficulty": "medium"})
     jsonschema.Draft202012Validator(load_schema()).validate(results)
-    assert results["schema_version"] == 1
+    assert results["schema_version"] == 2
+    assert (results["seed"], results["num_episodes"]) == (0, 3)
     assert results["env_id"] == GUESS_ID
     assert results["env_version"] == f"v0+envgym-{envgym.__version__}"
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", results["env_hash"])
@@ -202,7 +203,7 @@ def test_the_design_example_is_a_valid_results_file(tmp_path):
         (lambda r: r["episodes"][0]["rewards"].append(1.0), "episodes[0]"),
         (lambda r: r["episodes"][2].__setitem__("return", 99.0), "episodes[2].return"),
         (lambda r: r["summary"].__setitem__("episodes", 7), "summary.episodes"),
-        (lambda r: r.__setitem__("schema_version", 2), "schema_version"),
+        (lambda r: r.__setitem__("schema_version", 3), "schema_version"),
     ],
 )
 def test_load_results_names_the_wrong_field(guess_env, tmp_path, break_it, field):
@@ -554,7 +555,7 @@ def test_validation_messages_say_what_is_wrong(guess_env):
     negative["episodes"][1]["seed"] = -3
     with pytest.raises(ResultsFileError, match=r"field episodes\[1\].seed: -3 is less than"):
         validate_results(negative)
-    future = {**copy.deepcopy(results), "schema_version": 2, "episodes": "elsewhere"}
-    expected = "schema_version is 2; this envgym .* reads schema_version 1"
+    future = {**copy.deepcopy(results), "schema_version": 3, "episodes": "elsewhere"}
+    expected = "schema_version is 3; this envgym .* reads schema_version 2"
     with pytest.raises(ResultsFileError, match=expected):
         validate_results(future)

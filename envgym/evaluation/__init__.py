@@ -1,17 +1,19 @@
 """Evaluate agents on envgym envs and keep, check and replay what happened.
 
 `evaluate` runs an agent for seeded episodes and returns a results dict (JSON,
-``schema_version`` 1, schema in ``envgym/schemas/``) that records every
-episode's seed and the agent's raw replies, so anyone can replay it in the
-same env version and check the rewards (`replay_episode`, `verify_results`);
-the leaderboard does exactly that. The summary carries 95% confidence
-intervals. The parts:
+``schema_version`` 2, schema in ``envgym/schemas/``) that records the base seed
+and episode count, every episode's seed and the agent's raw replies, so anyone
+can replay it in the same env version and check the rewards (`replay_episode`,
+`verify_results`). `verify_submission` is what the leaderboard runs: it
+recomputes every figure of a file and replays every episode, trusting nothing.
+The summary carries 95% confidence intervals. The parts:
 
 - `runner`: `evaluate`, `agent_seed`
 - `inputs`: the checks made before any episode, `EvaluationError`
 - `summary`: the summary block and its confidence intervals
 - `results_file`: the schema, and validating, writing and loading files
 - `replay`: `replay_episode`, `verify_results`
+- `verify`: `verify_submission`, `Verdict`, `scoring_kwargs`
 - `identity`: `env_version`, `env_hash` (which code an env id runs)
 """
 
@@ -23,6 +25,7 @@ from envgym.evaluation.inputs import (
 )
 from envgym.evaluation.replay import ReplayResult, replay_episode, verify_results
 from envgym.evaluation.results_file import (
+    READABLE_VERSIONS,
     SCHEMA_VERSION,
     ResultsFileError,
     load_results,
@@ -32,14 +35,17 @@ from envgym.evaluation.results_file import (
 )
 from envgym.evaluation.runner import ProgressCallback, agent_seed, evaluate
 from envgym.evaluation.summary import mean_ci95, summarize, t_critical_95, wilson_ci95
+from envgym.evaluation.verify import Verdict, scoring_kwargs, verify_submission
 from envgym.registry import make_text_env
 
 __all__ = [
+    "READABLE_VERSIONS",
     "SCHEMA_VERSION",
     "EvaluationError",
     "ProgressCallback",
     "ReplayResult",
     "ResultsFileError",
+    "Verdict",
     "agent_seed",
     "env_hash",
     "env_source_files",
@@ -52,10 +58,12 @@ __all__ = [
     "prepare_output_dir",
     "prepare_output_path",
     "replay_episode",
+    "scoring_kwargs",
     "summarize",
     "t_critical_95",
     "validate_results",
     "verify_results",
+    "verify_submission",
     "wilson_ci95",
     "write_results",
 ]

@@ -16,7 +16,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from envgym.agents import AGENT_NAMES
+from envgym.agents import parse_agent_spec
 from envgym.registry import EnvCreationError, get_spec, make_text_env
 
 __all__ = [
@@ -53,10 +53,10 @@ def check_inputs(
             f"an env id is a non-empty string like 'envgym/Sokoban-v0', got {env_id!r}"
         )
     spec = get_spec(env_id)  # KeyError naming close matches and `envgym list`
-    if agent_name not in AGENT_NAMES:
-        raise EvaluationError(
-            f"unknown agent {agent_name!r}; choose one of {', '.join(AGENT_NAMES)}"
-        )
+    try:
+        parse_agent_spec(agent_name)
+    except ValueError as exc:
+        raise EvaluationError(str(exc)) from None
     if agent_name == "oracle" and spec.oracle is None:
         raise EvaluationError(f"{env_id} has no oracle agent; use --agent random")
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:

@@ -1,10 +1,13 @@
 """The results file: its JSON Schema, and reading, checking and writing one.
 
-A results file (JSON, ``schema_version`` 1, schema in
-``envgym/schemas/results.schema.json``) records every episode's seed and the
-agent's raw replies, so anyone can replay it. A file is valid when it matches
-the schema (checked with jsonschema) and its fields agree with each other
-(one reward per action, returns that add up), which a schema cannot say.
+A results file (JSON, ``schema_version`` 2, schema in
+``envgym/schemas/results.schema.json``) records the base seed and episode
+count asked for, every episode's seed and the agent's raw replies, so anyone
+can replay it. A file is valid when it matches the schema (checked with
+jsonschema) and its fields agree with each other (one reward per action,
+returns that add up), which a schema cannot say. Version 1 files (written
+before the header named the seed and episode count) still load, for replay;
+`envgym.evaluation.verify` refuses them for scoring.
 """
 
 from __future__ import annotations
@@ -26,15 +29,21 @@ if TYPE_CHECKING:
     import jsonschema
 
 __all__ = [
+    "READABLE_VERSIONS",
     "SCHEMA_VERSION",
     "ResultsFileError",
     "load_results",
     "load_schema",
+    "schema_problem",
     "validate_results",
     "write_results",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: The versions `load_results` reads; only `SCHEMA_VERSION` is written.
+READABLE_VERSIONS = (1, 2)
+#: What version 2 added to the header; a version 1 file has neither.
+_ADDED_IN_2 = ("seed", "num_episodes")
 
 
 class ResultsFileError(ValueError):
@@ -47,13 +56,30 @@ def load_schema() -> dict[str, Any]:
     return json.loads(resource.read_text(encoding="utf-8"))
 
 
+def _schema_for(version: int) -> dict[str, Any]:
+    """The schema of file format `version`: the shipped one, or version 1 derived from it.
+
+    Version 1 is version 2 without the header's seed and episode count and the
+    success interval in the summary; deriving it keeps one schema to maintain.
+    """
+    schema = load_schema()
+    if version == SCHEMA_VERSION:
+        return schema
+    schema["$id"] = f"urn:envgym:schema:results:{version}"
+    schema["properties"]["schema_version"]["const"] = version
+    schema["required"] = [key for key in schema["required"] if key not in _ADDED_IN_2]
+    summary = schema["properties"]["summary"]
+    summary["required"] = [key for key in summary["required"] if key != "success_ci95"]
+    return schema
+
+
 @functools.cache
-def _validator() -> jsonschema.Draft202012Validator:
+def _validator(version: int = SCHEMA_VERSION) -> jsonschema.Draft202012Validator:
     # Imported on first use: jsonschema takes a sizeable part of a second to
     # import, and most CLI commands that import this package never read a file.
     import jsonschema
 
-    return jsonschema.Draft202012Validator(load_schema())
+    return jsonschema.Draft202012Validator(_schema_for(version))
 
 
 # ------------------------------------------------------- describing errors
@@ -88,31 +114,39 @@ def _error_field(error: jsonschema.ValidationError) -> list[Any]:
     return path
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
+def _describe(error: jsonschema.ValidationError, versions: tuple[int, ...]) -> str:
     """One schema error as a sentence that names the field and says what is wrong."""
     path = _error_field(error)
     name = _field_name(path)
     if error.validator == "required":
         return f"field {name} is missing"
     if path == ["schema_version"]:
+        also = [v for v in versions if v != SCHEMA_VERSION]
+        older = f" (and {', '.join(map(str, also))}, for replay)" if also else ""
         return (
             f"field schema_version is {error.instance!r}; this envgym ({__version__}) "
-            f"reads schema_version {SCHEMA_VERSION}"
+            f"reads schema_version {SCHEMA_VERSION}{older}"
         )
     if not path and error.validator == "type":
         return f"a results file holds a JSON object, not {_json_kind(error.instance)}"
     return f"field {name or '(the whole file)'}: {error.message}"
 
 
-def _schema_problem(results: Any) -> str | None:
+def schema_problem(results: Any, versions: tuple[int, ...] = READABLE_VERSIONS) -> str | None:
+    """What is wrong with `results` against the schema of its version (one of `versions`),
+    as a sentence naming the field; None when it matches."""
     from jsonschema.exceptions import best_match
 
-    errors = list(_validator().iter_errors(results))
+    version = results.get("schema_version") if isinstance(results, dict) else None
+    if isinstance(version, bool) or version not in versions:
+        version = SCHEMA_VERSION  # its schema_version error explains the rest
+    validator = _validator(version)
+    errors = list(validator.iter_errors(results))
     if not errors:
         return None
     # A file in another format version breaks many rules; its version explains them all.
     version_errors = [e for e in errors if _error_field(e) == ["schema_version"]]
-    return _describe(version_errors[0] if version_errors else best_match(errors))
+    return _describe(version_errors[0] if version_errors else best_match(errors), versions)
 
 
 def _consistency_problem(results: Mapping[str, Any]) -> str | None:
@@ -143,21 +177,28 @@ def _consistency_problem(results: Mapping[str, Any]) -> str | None:
 
 
 # ------------------------------------------------------------ the file
-def validate_results(results: Any, *, source: str = "results") -> None:
+def validate_results(
+    results: Any,
+    *,
+    source: str = "results",
+    versions: tuple[int, ...] = READABLE_VERSIONS,
+) -> None:
     """Raise `ResultsFileError` naming the first wrong field, if `results` is not valid.
 
-    The JSON Schema decides the shape; then the fields must agree with each
-    other (one reward per action, returns that add up, the episode count).
+    The JSON Schema of the file's version (one of `versions`) decides the
+    shape; then the fields must agree with each other (one reward per action,
+    returns that add up, the episode count).
     """
-    problem = _schema_problem(results) or _consistency_problem(results)
+    problem = schema_problem(results, versions) or _consistency_problem(results)
     if problem is not None:
         raise ResultsFileError(f"{source}: {problem}")
 
 
 def write_results(results: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Validate `results` and write them as JSON to `path` (atomically); return the path."""
+    """Validate `results` as a version 2 file and write them as JSON to `path`
+    (atomically); return the path."""
     target = Path(path).expanduser()
-    validate_results(dict(results))
+    validate_results(dict(results), versions=(SCHEMA_VERSION,))
     try:
         text = json.dumps(results, indent=2, allow_nan=False) + "\n"
     except ValueError as exc:
@@ -178,7 +219,8 @@ def write_results(results: Mapping[str, Any], path: str | os.PathLike[str]) -> P
 
 
 def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and validate a results file; `ResultsFileError` says what is wrong."""
+    """Read and validate a results file (version 2, or 1 for replay); `ResultsFileError`
+    says what is wrong."""
     source = Path(path).expanduser()
     try:
         text = source.read_text(encoding="utf-8")

@@ -15,7 +15,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envgym.agents import make_agent
+from envgym.agents import make_agent, parse_agent_spec
 from envgym.core import coerce_action
 from envgym.evaluation.identity import env_hash, env_version
 from envgym.evaluation.inputs import check_inputs, make_evaluation_env, prepare_output_path
@@ -89,7 +89,8 @@ def evaluate(
     """Run `episodes` episodes of `agent_name` on `env_id` and return a results dict.
 
     Episode ``i`` resets the env with ``seed + i`` and gets a fresh agent
-    seeded with `agent_seed` of that seed (recorded as ``agent_seed``).
+    seeded with `agent_seed` of that seed (recorded as ``agent_seed``). The
+    header records `seed` and `episodes` (as ``num_episodes``).
     `progress(done, total)` is called before the first episode and after each
     one. With `out`, the file is checked to be writable before
     any episode runs and written at the end.
@@ -119,7 +120,10 @@ def evaluate(
         "env_version": env_version(env_id),
         "env_hash": hash_,
         "env_kwargs": kwargs,
-        "agent": {"name": agent_name},
+        # What was asked for, so a verifier can check the file holds exactly that run.
+        "seed": seed,
+        "num_episodes": episodes,
+        "agent": parse_agent_spec(agent_name).record(),
         "episodes": records,
         "summary": summarize(records),
         "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

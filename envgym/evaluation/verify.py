@@ -1,0 +1,310 @@
+"""Decide whether a submitted results file can be scored, trusting nothing in it.
+
+`verify_submission` recomputes everything a leaderboard would publish from a
+results file: the file must match the version 2 schema; name an installed env
+by id, version and code hash; make it only with arguments a scored run may set
+(`scoring_kwargs`); hold exactly the seeds its header asked for; keep one
+reward per reply; carry the summary `summarize` gives for its episodes; and
+every episode, replayed in the installed env from its seed and replies, must
+give the recorded rewards, success and ending. The first problem found is the
+verdict's reason, naming the episode (index and seed) where it concerns one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from envgym.core import Preset, TextEnv
+from envgym.evaluation.identity import env_hash, env_version
+from envgym.evaluation.inputs import make_evaluation_env
+from envgym.evaluation.replay import _replay
+from envgym.evaluation.results_file import SCHEMA_VERSION, schema_problem
+from envgym.evaluation.summary import summarize
+from envgym.registry import EnvSpec, get_spec, load_entry_point
+
+__all__ = ["Verdict", "scoring_kwargs", "verify_submission"]
+
+#: Windows drive paths (C:\ or C:/) as well as POSIX ones name a file on the verifier's disk.
+_DRIVE_PATH = re.compile(r"^[A-Za-z]:[\\/]")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a results file can be scored, and if not, the first reason why."""
+
+    accepted: bool
+    #: The first problem found, as a sentence that says what is wrong; None when accepted.
+    reason: str | None = None
+    #: Index in ``episodes`` of the episode the problem concerns, if it concerns one.
+    episode: int | None = None
+    #: How many episodes were replayed and matched before the verdict.
+    checked_episodes: int = 0
+
+
+class _Rejected(Exception):
+    def __init__(self, reason: str, episode: int | None = None, checked: int = 0) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.episode = episode
+        #: Episodes replayed and matched before this problem.
+        self.checked = checked
+
+
+def _episode_name(results: Mapping[str, Any], index: int) -> str:
+    return f"episode {index} (seed {results['episodes'][index]['seed']})"
+
+
+# ------------------------------------------------------------ the env
+def scoring_kwargs(env_id: str) -> tuple[str, ...]:
+    """The `env_kwargs` a scored run of `env_id` may set, sorted.
+
+    "difficulty", the env's preset settings (fields declared with
+    `envgym.arguments.setting`) and the spec's own `EnvSpec.scoring_kwargs`.
+    Raises KeyError for an id envgym does not know.
+    """
+    spec = get_spec(env_id)
+    names = {"difficulty", *spec.scoring_kwargs}
+    env_class = load_entry_point(spec.entry_point)
+    if isinstance(env_class, type) and issubclass(env_class, TextEnv):
+        presets = env_class.presets
+        preset = next(iter(presets.values())) if presets else Preset()
+        # Only fields declared with `setting` are constructor arguments; others are derived.
+        names.update(f.name for f in dataclasses.fields(preset) if "bounds" in f.metadata)
+    return tuple(sorted(names))
+
+
+def _check_env(results: Mapping[str, Any]) -> EnvSpec:
+    env_id = results["env_id"]
+    try:
+        spec = get_spec(env_id)
+    except KeyError as exc:
+        raise _Rejected(f"env_id: {exc.args[0]}") from exc
+    installed_version = env_version(env_id)
+    if results["env_version"] != installed_version:
+        raise _Rejected(
+            f"env_version is {results['env_version']!r} but the installed {env_id} is "
+            f"{installed_version!r}; re-run envgym eval with this envgym release"
+        )
+    try:
+        installed_hash = env_hash(env_id)
+    except Exception as exc:  # the env's code is missing here: nothing to compare with
+        raise _Rejected(f"the code of {env_id} cannot be hashed here: {exc}") from exc
+    if results["env_hash"] != installed_hash:
+        raise _Rejected(
+            f"env_hash is {results['env_hash']} but the installed {env_id}'s code hashes to "
+            f"{installed_hash}; the episodes were run on other code (re-run envgym eval with "
+            "this envgym release, unmodified)"
+        )
+    return spec
+
+
+def _value_problem(value: Any) -> str | None:
+    """Why `value` cannot be a scored run's argument, or None if it can."""
+    if value is not None and not isinstance(value, str | bool | int | float):
+        return "is not a JSON scalar (a string, number, boolean or null)"
+    if isinstance(value, str):
+        if "://" in value:
+            return f"is a URL ({value!r}); a scored env runs from installed code only"
+        if value.startswith(("/", "\\", "~")) or _DRIVE_PATH.match(value):
+            return f"is a path ({value!r}); a scored env reads no files named by the submitter"
+    return None
+
+
+def _check_env_kwargs(results: Mapping[str, Any], spec: EnvSpec) -> None:
+    kwargs: Mapping[str, Any] = results["env_kwargs"]
+    try:
+        allowed = scoring_kwargs(spec.id)
+    except ImportError as exc:
+        raise _Rejected(f"the code of {spec.id} does not import here: {exc}") from exc
+    for name, value in kwargs.items():
+        problem = _value_problem(value)
+        if problem is not None:
+            raise _Rejected(f"env_kwargs.{name} {problem}")
+        if name == "backend":
+            raise _Rejected(
+                "env_kwargs.backend is set; a scored run plays the env in envgym's own "
+                "process (remove backend)"
+            )
+        if name not in allowed:
+            raise _Rejected(
+                f"env_kwargs.{name} is not an argument a scored run of {spec.id} may set; "
+                f"it may set {', '.join(allowed)}"
+            )
+    difficulty = kwargs.get("difficulty", spec.default_difficulty)
+    if difficulty not in spec.difficulties:
+        raise _Rejected(
+            f"env_kwargs.difficulty is {difficulty!r}; {spec.id} has the levels "
+            f"{', '.join(spec.difficulties)}"
+        )
+    if "difficulty" not in results:
+        raise _Rejected(f"field difficulty is missing; the episodes ran at {difficulty!r}")
+    if results["difficulty"] != difficulty:
+        source = "env_kwargs.difficulty" if "difficulty" in kwargs else "the env's default"
+        raise _Rejected(
+            f"difficulty is {results['difficulty']!r} but the env was made at {difficulty!r} "
+            f"({source}); the header's difficulty must be the one the episodes ran at"
+        )
+
+
+# ------------------------------------------------------------ the episodes
+def _check_seeds(results: Mapping[str, Any]) -> None:
+    base, count = results["seed"], results["num_episodes"]
+    episodes = results["episodes"]
+    first_index: dict[int, int] = {}
+    for i, episode in enumerate(episodes):
+        seed = episode["seed"]
+        if seed in first_index:
+            raise _Rejected(
+                f"{_episode_name(results, i)} repeats episode {first_index[seed]}'s seed; "
+                "each seed runs once",
+                i,
+            )
+        first_index[seed] = i
+        if i >= count:
+            raise _Rejected(
+                f"{_episode_name(results, i)} is one more than num_episodes = {count}", i
+            )
+        if seed != base + i:
+            missing = f"; seed {base + i} is missing" if seed > base + i else ""
+            raise _Rejected(
+                f"{_episode_name(results, i)} should have seed {base + i}: the run's seeds are "
+                f"seed .. seed + num_episodes - 1 = {base} .. {base + count - 1}, "
+                f"in order{missing}",
+                i,
+            )
+    if len(episodes) < count:
+        raise _Rejected(
+            f"the file holds {len(episodes)} episodes but num_episodes is {count}; seeds "
+            f"{base + len(episodes)} .. {base + count - 1} are missing"
+        )
+
+
+def _check_episodes(results: Mapping[str, Any]) -> None:
+    for i, episode in enumerate(results["episodes"]):
+        replies, rewards = len(episode["actions"]), len(episode["rewards"])
+        if replies == 0:
+            raise _Rejected(
+                f"{_episode_name(results, i)} has no replies; every episode takes at least "
+                "one turn",
+                i,
+            )
+        if rewards != replies:
+            raise _Rejected(
+                f"{_episode_name(results, i)} has {replies} replies but {rewards} rewards; "
+                "there is one reward per reply",
+                i,
+            )
+        if episode["turns"] != replies:
+            raise _Rejected(
+                f"{_episode_name(results, i)} says turns = {episode['turns']} but holds "
+                f"{replies} replies",
+                i,
+            )
+        total = math.fsum(episode["rewards"])
+        if not math.isclose(episode["return"], total, rel_tol=1e-9, abs_tol=1e-9):
+            raise _Rejected(
+                f"{_episode_name(results, i)} says return = {episode['return']} but its "
+                f"rewards sum to {total}",
+                i,
+            )
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _check_summary(results: Mapping[str, Any]) -> None:
+    claimed: Mapping[str, Any] = results["summary"]
+    recomputed = summarize(results["episodes"])
+    for key, value in claimed.items():
+        if key not in recomputed:
+            raise _Rejected(
+                f"summary.{key} is not a figure envgym computes, so it cannot be checked; "
+                f"remove it (the summary holds {', '.join(recomputed)})"
+            )
+        if not _same(value, recomputed[key]):
+            raise _Rejected(
+                f"summary.{key} is {value} but the episodes give {recomputed[key]}; "
+                "the summary must be what summarize() computes from them"
+            )
+
+
+def _check_replays(results: Mapping[str, Any]) -> int:
+    """Replay every episode in one env; return how many matched (all, if none raised)."""
+    env_id = results["env_id"]
+    try:
+        env = make_evaluation_env(env_id, results["env_kwargs"])
+    except Exception as exc:
+        raise _Rejected(f"{env_id} cannot be made here to replay the episodes: {exc}") from exc
+    try:
+        made_at = getattr(env.unwrapped, "difficulty", None)
+        if isinstance(made_at, str) and made_at != results["difficulty"]:
+            raise _Rejected(
+                f"difficulty is {results['difficulty']!r} but {env_id} made with env_kwargs "
+                f"runs at {made_at!r}"
+            )
+        for i in range(len(results["episodes"])):
+            try:
+                replay = _replay(env, results, i)
+            except Exception as exc:  # a reply the env cannot take is the file's problem
+                raise _Rejected(
+                    f"{_episode_name(results, i)}: replaying it failed ({type(exc).__name__}: "
+                    f"{exc})",
+                    i,
+                    checked=i,
+                ) from exc
+            if replay.problems:
+                raise _Rejected(
+                    f"{_episode_name(results, i)} does not replay: {replay.problems[0]}",
+                    i,
+                    checked=i,
+                )
+    finally:
+        env.close()
+    return len(results["episodes"])
+
+
+# ------------------------------------------------------------ the verdict
+def verify_submission(results: Any) -> Verdict:
+    """Check a parsed results file against the installed envs; the first problem rejects it.
+
+    In order: the version 2 schema; the env's id, version and hash; the
+    env_kwargs (only `scoring_kwargs`, JSON scalars, no backend, URL or path)
+    and the header's difficulty; the seeds (exactly ``seed .. seed +
+    num_episodes - 1``, in order); one reward per reply in every episode; the
+    summary; and a replay of every episode. A pure function of `results` and
+    the installed code, safe to run in a worker process.
+    """
+    if isinstance(results, Mapping) and results.get("schema_version") == 1:
+        return Verdict(
+            accepted=False,
+            reason=(
+                "schema_version is 1: the file does not record the seed and episode count "
+                "asked for; re-run envgym eval with this envgym to write a version 2 file"
+            ),
+        )
+    problem = schema_problem(results, (SCHEMA_VERSION,))
+    if problem is not None:
+        return Verdict(accepted=False, reason=problem)
+    try:
+        spec = _check_env(results)
+        _check_env_kwargs(results, spec)
+        _check_seeds(results)
+        _check_episodes(results)
+        _check_summary(results)
+        checked = _check_replays(results)
+    except _Rejected as rejected:
+        return Verdict(
+            accepted=False,
+            reason=rejected.reason,
+            episode=rejected.episode,
+            checked_episodes=rejected.checked,
+        )
+    return Verdict(accepted=True, checked_episodes=checked)
