@@ -3,12 +3,22 @@
 Shipped here: ``random`` (a legal move at random where the env lists them),
 ``oracle`` (each env's own solver or planner, named in its registry spec) and
 ``nosearch`` (the search env's no-retrieval baseline: it answers at once).
+
+LLM agents, made from a spec string by `make_agent`: ``openai:URL#MODEL``
+(`OpenAIChatAgent`, any OpenAI-compatible server such as ``vllm serve``),
+``hf:PATH`` (`TransformersAgent`, a local transformers model) and
+``vllm:PATH`` (`VLLMAgent`, vLLM's offline engine). They are batch agents
+(`is_batch_agent`): ``reset_slot(slot)``, ``act_batch(slots, observations,
+infos)`` answering many episodes at once, and ``usage(slot)`` with the
+episode's token counts; ``reset``/``act`` are slot 0. Their dependencies
+(httpx, transformers, vllm) are imported only when one is made.
 """
 
 from __future__ import annotations
 
 import importlib
 import string
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
@@ -16,9 +26,23 @@ import numpy as np
 
 from envgym.registry import get_spec
 
-__all__ = ["AGENT_NAMES", "Agent", "RandomAgent", "make_agent"]
+__all__ = [
+    "AGENT_NAMES",
+    "AGENT_SPECS",
+    "Agent",
+    "AgentSpec",
+    "BatchAgent",
+    "RandomAgent",
+    "is_batch_agent",
+    "make_agent",
+    "parse_agent_spec",
+]
 
+#: The agents named by a plain word.
 AGENT_NAMES = ("random", "oracle", "nosearch")
+#: Every form `make_agent` accepts, for help texts and errors.
+AGENT_SPECS = (*AGENT_NAMES, "openai:URL#MODEL", "hf:PATH", "vllm:PATH")
+_LLM_KINDS = ("openai", "hf", "vllm")
 
 
 @runtime_checkable
@@ -30,6 +54,75 @@ class Agent(Protocol):
     def reset(self) -> None: ...
 
     def act(self, observation: str, info: dict[str, Any]) -> str: ...
+
+
+@runtime_checkable
+class BatchAgent(Protocol):
+    """An agent that answers many episodes (slots) at once: the LLM agents."""
+
+    name: str
+
+    def reset_slot(self, slot: int) -> None: ...
+
+    def act_batch(
+        self, slots: list[int], observations: list[str], infos: list[dict[str, Any]]
+    ) -> list[str]: ...
+
+    def usage(self, slot: int) -> dict[str, int]: ...
+
+
+def is_batch_agent(agent: Any) -> bool:
+    """True when `agent` has ``reset_slot``, ``act_batch`` and ``usage`` (a `BatchAgent`)."""
+    return all(
+        callable(getattr(agent, name, None)) for name in ("reset_slot", "act_batch", "usage")
+    )
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """A parsed ``--agent`` value.
+
+    `kind` is one of `AGENT_NAMES` or ``openai``/``hf``/``vllm``; `target` the
+    server URL or model path (None for the named agents); `model` the model
+    name for ``openai`` (the path for ``hf``/``vllm``, None otherwise).
+    """
+
+    kind: str
+    target: str | None = None
+    model: str | None = None
+
+    def record(self) -> dict[str, str]:
+        """The results header's ``agent`` object: its name, and its model for LLM agents."""
+        return (
+            {"name": self.kind} if self.model is None else {"name": self.kind, "model": self.model}
+        )
+
+
+def parse_agent_spec(spec: str) -> AgentSpec:
+    """Parse an agent spec (one of `AGENT_SPECS`); ValueError saying the forms otherwise."""
+    forms = ", ".join(AGENT_SPECS)
+    if not isinstance(spec, str):
+        raise ValueError(f"an agent spec is a string, one of {forms}; got {spec!r}")
+    if spec in AGENT_NAMES:
+        return AgentSpec(spec)
+    kind, colon, rest = spec.partition(":")
+    if not colon or kind not in _LLM_KINDS:
+        raise ValueError(
+            f"unknown agent {spec!r}; choose one of {forms} (e.g. "
+            "openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-8B or hf:/models/qwen)"
+        )
+    if kind == "openai":
+        url, hash_, model = rest.rpartition("#")
+        if not hash_ or not model or not url.startswith(("http://", "https://")):
+            raise ValueError(
+                f"an openai agent is openai:URL#MODEL, e.g. "
+                f"openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-8B (the server's API root, then "
+                f"# and the model name it serves); got {spec!r}"
+            )
+        return AgentSpec(kind, url, model)
+    if not rest.strip():
+        raise ValueError(f"a {kind} agent is {kind}:PATH (a model folder); got {spec!r}")
+    return AgentSpec(kind, rest, rest)
 
 
 class RandomAgent:
@@ -56,12 +149,31 @@ class RandomAgent:
         return "".join(chars)
 
 
-def make_agent(name: str, env: gym.Env, seed: int | None = None) -> Agent:
-    """Build the agent called `name` for `env` (made with `gym.make`).
+def make_agent(name: str, env: gym.Env | None, seed: int | None = None, **options: Any) -> Agent:
+    """Build the agent `name` names (one of `AGENT_SPECS`) for `env` (made with `gym.make`).
 
     The oracle gets the env only to read its configuration (e.g. how many
-    moves a turn may hold); it plans from the observations it is given.
+    moves a turn may hold); it plans from the observations it is given. LLM
+    agents need no env; `options` go to their constructors (``temperature``,
+    ``max_tokens``...), and `seed` seeds their sampling.
     """
+    spec = parse_agent_spec(name)
+    if spec.kind == "openai":
+        from envgym.agents.openai_chat import OpenAIChatAgent
+
+        return OpenAIChatAgent(spec.target, spec.model, seed=seed, **options)
+    if spec.kind == "hf":
+        from envgym.agents.transformers_agent import TransformersAgent
+
+        return TransformersAgent(spec.target, seed=seed, **options)
+    if spec.kind == "vllm":
+        from envgym.agents.vllm_agent import VLLMAgent
+
+        return VLLMAgent(spec.target, seed=seed, **options)
+    if options:
+        raise ValueError(f"the {name} agent takes no options, got {sorted(options)}")
+    if env is None and name in ("oracle", "nosearch"):
+        raise ValueError(f"the {name} agent needs the env it plays")
     if name == "random":
         return RandomAgent(seed)
     if name == "oracle":
@@ -84,4 +196,4 @@ def make_agent(name: str, env: gym.Env, seed: int | None = None) -> Agent:
         from envgym.envs.search.oracle import NoSearchAgent
 
         return NoSearchAgent(env.unwrapped)
-    raise ValueError(f"unknown agent {name!r}; choose one of {list(AGENT_NAMES)}")
+    raise AssertionError(f"parse_agent_spec accepted {name!r}")  # every kind is handled above

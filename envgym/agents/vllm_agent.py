@@ -1,0 +1,148 @@
+"""`VLLMAgent`: a model run in this process by vLLM's offline engine (``vllm.LLM``).
+
+Made by ``make_agent("vllm:PATH", env)`` (``--agent vllm:PATH``). Each slot
+keeps its conversation (`envgym.agents.chat`); a batch of slots goes to one
+``LLM.chat`` call (the model's chat template, the env's tools as ``tools=``),
+which vLLM schedules together. Token counts come from the outputs' token ids.
+
+Engines are cached per (path, engine options): the evaluation runner makes an
+agent per episode, and a vLLM engine takes a while to start and holds the GPU.
+
+Needs vllm (``pip install 'envgym[vllm]'``, a CUDA GPU), imported when an
+agent is made.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from envgym.agents.chat import ChatSlots
+
+__all__ = ["VLLMAgent", "VLLMUnavailable"]
+
+
+class VLLMUnavailable(ImportError):
+    """vllm is not installed here."""
+
+
+def _import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as exc:
+        raise VLLMUnavailable(
+            "the vllm agent needs vLLM, which is not installed here: pip install 'envgym[vllm]' "
+            "(on a machine with a CUDA GPU), or use --agent hf:PATH (transformers) or "
+            "--agent openai:URL#MODEL (a vLLM server elsewhere)"
+        ) from exc
+    return vllm
+
+
+@functools.lru_cache(maxsize=1)
+def _engine(model_path: str, options_json: str) -> Any:
+    """The `vllm.LLM` for `model_path` with the engine options (as sorted JSON)."""
+    return _import_vllm().LLM(model=model_path, **json.loads(options_json))
+
+
+class VLLMAgent:
+    """A model on vLLM's offline engine, answering many slots with one ``LLM.chat``.
+
+    Args:
+        model_path: a model folder (or a name vLLM can load offline).
+        max_tokens: longest reply, in tokens.
+        temperature: 0 decodes greedily.
+        top_p: nucleus sampling's mass.
+        seed: the sampling seed (per request), so sampled runs repeat.
+        system_prompt: used instead of the env's ``info["system_prompt"]``.
+        engine_options: `vllm.LLM` arguments (``gpu_memory_utilization``,
+            ``max_model_len``, ``tensor_parallel_size``, ``dtype``...); JSON values.
+    """
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        system_prompt: str | None = None,
+        engine_options: dict[str, Any] | None = None,
+    ) -> None:
+        vllm = _import_vllm()
+        self.model_path = str(model_path)
+        self.model = self.model_path
+        self.llm = _engine(self.model_path, json.dumps(engine_options or {}, sort_keys=True))
+        self.sampling = vllm.SamplingParams(
+            temperature=float(temperature),
+            top_p=float(top_p),
+            max_tokens=int(max_tokens),
+            seed=seed,
+        )
+        self.chats = ChatSlots(system_prompt)
+
+    # ------------------------------------------------------------ the plain Agent protocol
+    def reset(self) -> None:
+        """Start a new episode in slot 0 (`act` uses slot 0)."""
+        self.reset_slot(0)
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        """The reply to `observation` in slot 0."""
+        return self.act_batch([0], [observation], [info])[0]
+
+    # ------------------------------------------------------------ the batch protocol
+    def reset_slot(self, slot: int) -> None:
+        """Start a new episode (an empty conversation) in `slot`."""
+        self.chats.reset(slot)
+
+    def act_batch(
+        self, slots: list[int], observations: list[str], infos: list[dict[str, Any]]
+    ) -> list[str]:
+        """One reply per slot; slots with the same tools share one ``LLM.chat`` call."""
+        if not len(slots) == len(observations) == len(infos):
+            raise ValueError(
+                f"act_batch needs one observation and one info per slot; got {len(slots)} "
+                f"slots, {len(observations)} observations, {len(infos)} infos"
+            )
+        if len(set(slots)) != len(slots):
+            raise ValueError(f"each slot may appear once in a batch, got {slots}")
+        prompts = [
+            self.chats.prompt(slot, str(obs), info)
+            for slot, obs, info in zip(slots, observations, infos, strict=True)
+        ]
+        # LLM.chat takes one tools list per call: group the slots by the tools they have.
+        groups: dict[str, list[int]] = {}
+        for index, slot in enumerate(slots):
+            key = json.dumps(self.chats.tools(slot), sort_keys=True)
+            groups.setdefault(key, []).append(index)
+        replies: list[str] = [""] * len(slots)
+        for key, indices in groups.items():
+            tools = json.loads(key)
+            outputs = self.llm.chat(
+                [prompts[i] for i in indices],
+                sampling_params=self.sampling,
+                tools=tools or None,
+                use_tqdm=False,
+            )
+            for i, output in zip(indices, outputs, strict=True):
+                completion = output.outputs[0]
+                replies[i] = completion.text
+                self.chats.record(
+                    slots[i],
+                    prompts[i],
+                    {"role": "assistant", "content": completion.text},
+                    len(output.prompt_token_ids or []),
+                    len(completion.token_ids or []),
+                )
+        return replies
+
+    def usage(self, slot: int) -> dict[str, int]:
+        """Tokens `slot`'s current episode has cost (prompt tokens counted every turn)."""
+        return self.chats.usage(slot)
+
+    def history(self, slot: int) -> list[dict[str, Any]]:
+        """A copy of `slot`'s conversation."""
+        return self.chats.history(slot)
