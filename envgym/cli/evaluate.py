@@ -1,28 +1,34 @@
 """``envgym eval`` and ``envgym baselines``: run agents for many episodes,
-show their progress, print a summary table and write results files."""
+show their progress, print a summary table and write results files.
+
+``eval`` runs every env id and difficulty asked for in one batch
+(`envgym.evaluation.batch.evaluate_many`); ``baselines`` runs one
+`envgym.evaluation.evaluate` per env, difficulty and agent, so one broken env
+costs only its own rows."""
 
 from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from typing import Any
 
-from envgym.agents import AGENT_NAMES
+from envgym.agents import AGENT_SPECS
 from envgym.cli.arguments import (
     EXIT_FAILED,
     EXIT_OK,
     ID_HELP,
     UserError,
-    add_env_options,
-    env_kwargs,
+    parse_kwarg,
     positive_int,
     resolve_env_id,
     seed,
 )
 from envgym.cli.output import EpisodeProgress, print_table
 from envgym.evaluation import evaluate, prepare_output_dir, prepare_output_path, write_results
-from envgym.registry import list_envs, missing_data
+from envgym.evaluation.batch import BATCH_WORKERS, evaluate_many
+from envgym.registry import get_spec, list_envs, missing_data
 
 SUMMARY_HEADERS = [
     "env",
@@ -40,27 +46,65 @@ def add_commands(sub: Any) -> None:
     """Add ``eval`` and ``baselines`` to the ``envgym`` subparsers `sub`."""
     p = sub.add_parser(
         "eval",
-        help="evaluate an agent and write a results file",
-        description="Run an agent for N episodes with seeds S, S+1, ... and print a summary.",
+        help="evaluate an agent on one or more envs and write results files",
+        description=(
+            "Run an agent for N episodes with seeds S .. S+N-1 on each env id and difficulty "
+            "asked for, K episodes at a time, and print a summary table."
+        ),
     )
-    p.add_argument("env_id", metavar="ID", help=ID_HELP)
+    p.add_argument("env_ids", metavar="ID", nargs="+", help=ID_HELP + " (one or more)")
     p.add_argument(
         "--agent",
         default="random",
-        help=f"agent to run: {', '.join(AGENT_NAMES)} (default: random)",
+        help=f"agent to run: {', '.join(AGENT_SPECS)} (default: random)",
     )
     p.add_argument(
         "--episodes",
         metavar="N",
         type=positive_int,
         default=10,
-        help="number of episodes (default: 10)",
+        help="episodes per env id and difficulty (default: 10)",
     )
     p.add_argument(
         "--seed", metavar="S", type=seed, default=0, help="seed of the first episode (default: 0)"
     )
-    add_env_options(p)
-    p.add_argument("--out", metavar="FILE", help="write the results file (JSON) here")
+    levels = p.add_mutually_exclusive_group()
+    levels.add_argument(
+        "--difficulty",
+        metavar="LEVEL",
+        nargs="+",
+        help="difficulty level(s), e.g. easy medium hard (default: each env's own default)",
+    )
+    levels.add_argument(
+        "--all-difficulties",
+        action="store_true",
+        help="every difficulty each env offers",
+    )
+    p.add_argument(
+        "--kwarg",
+        action="append",
+        type=parse_kwarg,
+        metavar="KEY=VALUE",
+        help="extra env argument (repeatable); VALUE is read as JSON when it parses",
+    )
+    p.add_argument(
+        "--num-envs",
+        metavar="K",
+        type=positive_int,
+        default=8,
+        help="episodes in flight at once, over all runs (default: 8)",
+    )
+    p.add_argument(
+        "--workers",
+        choices=BATCH_WORKERS,
+        default="sync",
+        help="where the envs run: this process or worker processes (default: sync)",
+    )
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--out", metavar="FILE", help="write the results file (JSON) here (one run)")
+    out.add_argument(
+        "--out-dir", metavar="DIR", help="write one results file per env id and difficulty here"
+    )
     p.set_defaults(handler=run_eval)
 
     p = sub.add_parser(
@@ -113,23 +157,75 @@ def _difficulty_of(results: dict[str, Any]) -> str:
     return str(results.get("difficulty") or results["env_kwargs"].get("difficulty") or "-")
 
 
+def _eval_jobs(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
+    """The (env id, kwargs) runs asked for, checked before any episode runs."""
+    extra = dict(args.kwarg or [])
+    if "difficulty" in extra and (args.difficulty or args.all_difficulties):
+        raise UserError("give the difficulty with --difficulty, not also as --kwarg difficulty=")
+    jobs: list[tuple[str, dict[str, Any]]] = []
+    for text in args.env_ids:
+        env_id = resolve_env_id(text)
+        spec = get_spec(env_id)
+        if args.all_difficulties:
+            levels: list[str | None] = list(spec.difficulties)
+        elif args.difficulty:
+            levels = list(dict.fromkeys(args.difficulty))
+            for level in levels:
+                if level not in spec.difficulties:
+                    raise UserError(
+                        f"{env_id} has no difficulty {level!r}; choose one of "
+                        f"{', '.join(spec.difficulties)}"
+                    )
+        else:
+            levels = [None]
+        for level in levels:
+            kwargs = dict(extra) if level is None else {**extra, "difficulty": level}
+            if (env_id, kwargs) not in jobs:
+                jobs.append((env_id, kwargs))
+    return jobs
+
+
+def _file_name(results: dict[str, Any], agent: str) -> str:
+    """``envgym_Sokoban-v0_hard_oracle.json``: one name per env, difficulty and agent."""
+    agent_part = re.sub(r"[^A-Za-z0-9.-]+", "_", agent).strip("_") or "agent"
+    return f"{results['env_id'].replace('/', '_')}_{_difficulty_of(results)}_{agent_part}.json"
+
+
 def run_eval(args: argparse.Namespace) -> int:
-    env_id = resolve_env_id(args.env_id)
+    jobs = _eval_jobs(args)
+    if args.out and len(jobs) > 1:
+        raise UserError(
+            f"--out names one file but {len(jobs)} runs were asked for; "
+            "use --out-dir DIR for one results file per env id and difficulty"
+        )
     out = prepare_output_path(args.out) if args.out else None
-    with EpisodeProgress(args.episodes, f"{env_id} {args.agent}") as progress:
-        results = evaluate(
-            env_id,
-            agent_name=args.agent,
+    out_dir = prepare_output_dir(args.out_dir) if args.out_dir else None
+    title = jobs[0][0] if len(jobs) == 1 else f"{len(jobs)} runs"
+    with EpisodeProgress(len(jobs) * args.episodes, f"{title} {args.agent}") as progress:
+        all_results = evaluate_many(
+            jobs,
+            args.agent,
             episodes=args.episodes,
             seed=args.seed,
-            env_kwargs=env_kwargs(args),
+            num_envs=args.num_envs,
+            workers=args.workers,
             progress=progress.update,
-            out=out,
         )
-    row = [env_id, _difficulty_of(results), args.agent, str(args.episodes)]
-    print_table(SUMMARY_HEADERS, [row + summary_cells(results)], right=_NUMBER_HEADERS)
+    rows = [
+        [r["env_id"], _difficulty_of(r), args.agent, str(args.episodes), *summary_cells(r)]
+        for r in all_results
+    ]
+    print_table(SUMMARY_HEADERS, rows, right=_NUMBER_HEADERS)
     if out is not None:
+        write_results(all_results[0], out)
         print(f"wrote {out}")
+    if out_dir is not None:
+        names = [_file_name(r, args.agent) for r in all_results]
+        if len(set(names)) < len(names):  # the same id and difficulty with other --kwarg
+            names = [f"{n[:-5]}_{k}.json" for k, n in enumerate(names)]
+        for results, name in zip(all_results, names, strict=True):
+            write_results(results, out_dir / name)
+        print(f"wrote {len(names)} results files to {out_dir}")
     return EXIT_OK
 
 
