@@ -9,6 +9,8 @@
     envgym shop serve --port 8400        the shop env as a web site
     envgym serve ID --port 8000          serve an env over WebSocket (OpenEnv protocol)
     envgym sandbox doctor                which code sandboxes work here
+    envgym leaderboard serve --db lb.db  a leaderboard that replays what it is sent
+    envgym submit results.json --server URL --token T
 
 Each command group has its module here; this one builds the parser and runs
 the command. User errors (unknown id, bad arguments, an output path that
@@ -23,7 +25,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from envgym.cli import envs, evaluate, sandbox, search, serve, shop
+from envgym.cli import envs, evaluate, leaderboard, sandbox, search, serve, shop
 from envgym.cli.arguments import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
 from envgym.evaluation import EvaluationError, ResultsFileError
 from envgym.registry import EnvCreationError, register_envs
@@ -47,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     shop.add_commands(sub)
     serve.add_commands(sub)
     sandbox.add_commands(sub)
+    leaderboard.add_commands(sub)
     return parser
 
 
