@@ -1,0 +1,224 @@
+"""The committed baselines: the random and oracle agents on every env and difficulty.
+
+`make_baselines` runs `envgym.evaluation.evaluate` for each (env, difficulty,
+agent) and writes one results file per run into ``leaderboard/baselines/``
+(``Sokoban-v0_easy_oracle.json``), showing progress with rich. Envs whose data
+is not on this machine (WebShop-v0) are left out with a note.
+`load_baseline_entries` turns those files into leaderboard entries, marked
+``"status": "baseline"``: they are made by this script, not verified by the
+server (the tests replay them).
+
+Run it with ``python -m envgym.leaderboard.baselines [--episodes N] [--seed S]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from envgym.evaluation import evaluate, write_results
+from envgym.registry import list_envs, missing_data
+
+__all__ = [
+    "BASELINES_DIR",
+    "BASELINE_AGENTS",
+    "baseline_file_name",
+    "entry_from_results",
+    "load_baseline_entries",
+    "load_baseline_results",
+    "main",
+    "make_baselines",
+]
+
+#: Where the committed files live: ``leaderboard/baselines/`` beside this module.
+BASELINES_DIR = Path(__file__).resolve().parent / "baselines"
+BASELINE_AGENTS: tuple[str, ...] = ("random", "oracle")
+
+
+def baseline_file_name(env_id: str, difficulty: str, agent: str) -> str:
+    """``envgym/Sokoban-v0``, easy, oracle -> ``Sokoban-v0_easy_oracle.json``."""
+    return f"{env_id.rsplit('/', 1)[-1]}_{difficulty}_{agent}.json"
+
+
+def _jobs(envs: Iterable[str] | None, agents: Iterable[str]) -> tuple[list[tuple], list[str]]:
+    wanted = set(envs) if envs else None
+    jobs: list[tuple[str, str, str]] = []
+    notes: list[str] = []
+    for spec in list_envs():
+        if wanted is not None and spec.id not in wanted:
+            continue
+        why = missing_data(spec)
+        if why is not None:
+            notes.append(f"skipped {spec.id}: {why}")
+            continue
+        for difficulty in spec.difficulties:
+            for agent in agents:
+                if agent == "oracle" and spec.oracle is None:
+                    continue
+                jobs.append((spec.id, difficulty, agent))
+    return jobs, notes
+
+
+def make_baselines(
+    out_dir: str | Path = BASELINES_DIR,
+    episodes: int = 20,
+    seed: int = 0,
+    *,
+    envs: Iterable[str] | None = None,
+    agents: Iterable[str] = BASELINE_AGENTS,
+    console: Console | None = None,
+) -> list[Path]:
+    """Evaluate each agent on every env (or those in `envs`) at every difficulty.
+
+    Writes ``out_dir/<Env-vN>_<difficulty>_<agent>.json`` per run and returns
+    the paths written. A run that fails is reported and skipped, so one broken
+    env does not lose the others; the error names the ``envgym eval`` command
+    that shows its traceback.
+    """
+    console = console if console is not None else Console(stderr=True)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    agents = tuple(agents)
+    jobs, notes = _jobs(envs, agents)
+    for note in notes:
+        console.print(note, markup=False)
+    written: list[Path] = []
+    timings: list[tuple[str, float]] = []
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("baselines", total=len(jobs) * episodes)
+        for j, (env_id, difficulty, agent) in enumerate(jobs):
+            progress.update(task, description=f"{env_id} {difficulty} {agent}")
+            base = j * episodes
+
+            def report(done: int, _total: int, base: int = base) -> None:
+                progress.update(task, completed=base + done)
+
+            started = time.perf_counter()
+            try:
+                results = evaluate(
+                    env_id,
+                    agent_name=agent,
+                    episodes=episodes,
+                    seed=seed,
+                    env_kwargs={"difficulty": difficulty},
+                    progress=report,
+                )
+            except Exception as exc:  # one broken env must not lose every other file
+                console.print(
+                    f"{env_id} {difficulty} {agent} failed: {type(exc).__name__}: {exc}; run "
+                    f"`envgym eval {env_id} --agent {agent} --difficulty {difficulty}` to see why",
+                    markup=False,
+                )
+                continue
+            timings.append((f"{env_id} {difficulty} {agent}", time.perf_counter() - started))
+            path = out / baseline_file_name(env_id, difficulty, agent)
+            write_results(results, path)
+            written.append(path)
+    slowest = sorted(timings, key=lambda t: -t[1])[:3]
+    if slowest:
+        shown = ", ".join(f"{name} {secs:.1f} s" for name, secs in slowest)
+        console.print(f"wrote {len(written)} files to {out}; slowest: {shown}", markup=False)
+    return written
+
+
+def _pair(value: Any) -> list[float] | None:
+    if isinstance(value, list | tuple) and len(value) == 2:
+        return [float(value[0]), float(value[1])]
+    return None
+
+
+def entry_from_results(results: dict[str, Any], entry_id: str, **extra: Any) -> dict[str, Any]:
+    """A leaderboard entry (the dict the pages render) for one results file."""
+    summary = results["summary"]
+    agent = results.get("agent") or {}
+    difficulty = results.get("difficulty") or (results.get("env_kwargs") or {}).get("difficulty")
+    entry = {
+        "id": entry_id,
+        "env_id": results["env_id"],
+        "difficulty": difficulty,
+        "agent": str(agent.get("name", "?")),
+        "model": agent.get("model"),
+        "submitter": None,
+        "episodes": int(summary["episodes"]),
+        "success_rate": float(summary["success_rate"]),
+        "success_ci95": _pair(summary.get("success_ci95")),
+        "mean_return": float(summary["mean_return"]),
+        "ci95": _pair(summary.get("ci95")),
+        "created_at": results.get("created_at"),
+        "verified": False,
+        "status": "accepted",
+    }
+    entry.update(extra)
+    return entry
+
+
+def load_baseline_results(directory: str | Path = BASELINES_DIR) -> dict[str, dict[str, Any]]:
+    """The committed baseline results files by entry id (the file's stem,
+    ``Sokoban-v0_easy_oracle``), in name order. The dicts are shared between
+    calls: read them, do not change them."""
+    found = {}
+    for path in sorted(Path(directory).glob("*.json")):
+        stat = path.stat()
+        found[path.stem] = _read_results(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    return found
+
+
+@functools.lru_cache(maxsize=256)
+def _read_results(path: str, _mtime_ns: int, _size: int) -> dict[str, Any]:
+    # Cached by modification time and size: the server reads the baselines on
+    # every page view, and a file rewritten by `make_baselines` is read afresh.
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def load_baseline_entries(directory: str | Path = BASELINES_DIR) -> list[dict[str, Any]]:
+    """The committed baseline files as leaderboard entries, ids as in `load_baseline_results`.
+
+    Entries carry ``"status": "baseline"`` and ``"submitter": "envgym baselines"``;
+    ``verified`` stays False, since no server verified them (the tests replay a
+    sample of them).
+    """
+    return [
+        entry_from_results(results, entry_id, status="baseline", submitter="envgym baselines")
+        for entry_id, results in load_baseline_results(directory).items()
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m envgym.leaderboard.baselines",
+        description="Evaluate random and oracle on every env and difficulty; write results files.",
+    )
+    parser.add_argument("--episodes", type=int, default=20, help="episodes per run (default 20)")
+    parser.add_argument("--seed", type=int, default=0, help="first episode's seed (default 0)")
+    parser.add_argument("--out-dir", default=str(BASELINES_DIR), help="where to write the files")
+    parser.add_argument("--env", action="append", metavar="ID", help="only this env (repeatable)")
+    args = parser.parse_args(argv)
+    written = make_baselines(args.out_dir, args.episodes, args.seed, envs=args.env)
+    return 0 if written else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,228 @@
+"""The trajectory viewer: one recorded episode, turn by turn, as an HTML page.
+
+A results file keeps each episode's seed, replies and rewards but not what the
+agent saw; the env is deterministic given both, so the page replays the
+episode in the installed env (reset with the seed, step the replies) to show
+each observation beside the reply that answered it and the reward it got.
+Replay happens only for env kwargs a scored run may use (the registry's
+``scoring_kwargs`` and ``difficulty``): never a backend, a URL or a path from a
+submitted file. Where it cannot replay, the page shows replies and rewards
+alone and says why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+
+from envgym.evaluation import make_text_env
+from envgym.evaluation.verify import scoring_kwargs
+from envgym.leaderboard.page import SiteLinks, agent_label, env_slug, render_page
+
+__all__ = ["ReplayedObservations", "render_trajectory", "replay_observations"]
+
+#: Observations longer than this are cut on the page (a shop page can be long).
+_MAX_OBSERVATION_CHARS = 20_000
+
+
+@dataclass
+class ReplayedObservations:
+    """What the agent saw: ``observations[i]`` before reply ``i``, then the last one."""
+
+    observations: list[str] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    system_prompt: str | None = None
+    #: why the replay did not run or stopped early; None when it ran to the end
+    note: str | None = None
+
+
+def _kwargs_problem(env_id: str, env_kwargs: Mapping[str, Any]) -> str | None:
+    try:
+        allowed = scoring_kwargs(env_id)
+    except KeyError:
+        return f"{env_id} is not an env installed here"
+    except ImportError as exc:
+        return f"the code of {env_id} does not import here: {exc}"
+    for key, value in env_kwargs.items():
+        if key not in allowed:
+            return f"env argument {key!r} is not one a scored run may set"
+        if not isinstance(value, str | int | float | bool):
+            return f"env argument {key!r} is not a plain value"
+        if isinstance(value, str) and ("://" in value or value.startswith(("/", "\\", "~"))):
+            return f"env argument {key!r} looks like a URL or a path"
+    return None
+
+
+def replay_observations(
+    meta: Mapping[str, Any], episode: Mapping[str, Any]
+) -> ReplayedObservations:
+    """Replay `episode` of the results file whose header is `meta`; never raises."""
+    out = ReplayedObservations()
+    env_id = str(meta.get("env_id", ""))
+    kwargs = meta.get("env_kwargs") or {}
+    if not isinstance(kwargs, Mapping):
+        out.note = "the file's env_kwargs are not an object"
+        return out
+    problem = _kwargs_problem(env_id, kwargs)
+    if problem is not None:
+        out.note = f"not replayed: {problem}"
+        return out
+    try:
+        env = make_text_env(env_id, kwargs)
+    except Exception as exc:  # missing data, a sandbox it cannot start: show the replies anyway
+        out.note = f"not replayed: cannot make {env_id} here ({type(exc).__name__}: {exc})"
+        return out
+    try:
+        obs, info = env.reset(seed=int(episode["seed"]))
+        out.observations.append(str(obs))
+        prompt = info.get("system_prompt")
+        out.system_prompt = prompt if isinstance(prompt, str) else None
+        for turn, action in enumerate(episode.get("actions") or [], start=1):
+            obs, reward, terminated, truncated, info = env.step(str(action))
+            out.observations.append(str(obs))
+            out.rewards.append(float(reward))
+            if (terminated or truncated) and turn < len(episode["actions"]):
+                out.note = f"the replayed episode ended after turn {turn}"
+                break
+    except Exception as exc:
+        out.note = f"the replay stopped: {type(exc).__name__}: {exc}"
+    finally:
+        env.close()
+    return out
+
+
+def _cut(text: str) -> str:
+    if len(text) <= _MAX_OBSERVATION_CHARS:
+        return text
+    return (
+        text[:_MAX_OBSERVATION_CHARS] + f"\n... ({len(text) - _MAX_OBSERVATION_CHARS} more chars)"
+    )
+
+
+def _reward(value: Any) -> str:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return "-"
+    return f"{number:g}" if math.isfinite(number) else str(number)
+
+
+def _turn(number: int, observation: str | None, reply: str, reward: Any,
+          replayed: float | None) -> str:  # fmt: skip
+    seen = (
+        f'<pre class="observation">{escape(_cut(observation))}</pre>'
+        if observation is not None
+        else '<p class="muted observation-missing">(observation not replayed)</p>'
+    )
+    differs = ""
+    if replayed is not None and _reward(replayed) != _reward(reward):
+        differs = f' <span class="note">replay gives {escape(_reward(replayed))}</span>'
+    return (
+        f'<section class="turn" id="turn-{number}"><h3>Turn {number}</h3>'
+        f"<div><strong>observation</strong>{seen}</div>"
+        f'<div><strong>reply</strong><pre class="reply">{escape(reply)}</pre></div>'
+        f'<div>reward <span class="reward">{escape(_reward(reward))}</span>{differs}</div>'
+        "</section>"
+    )
+
+
+def _meta_list(meta: Mapping[str, Any], episode: Mapping[str, Any], index: int) -> str:
+    # A results file's header has {"name", "model"}; a server entry has both as strings.
+    agent = meta.get("agent")
+    if isinstance(agent, Mapping):
+        label = agent_label({"agent": agent.get("name"), "model": agent.get("model")})
+    else:
+        label = agent_label({"agent": agent, "model": meta.get("model")})
+    difficulty = meta.get("difficulty") or (meta.get("env_kwargs") or {}).get("difficulty")
+    rows = [
+        ("env", meta.get("env_id")),
+        ("difficulty", difficulty),
+        ("agent", label),
+        ("episode", index),
+        ("seed", episode.get("seed")),
+        ("task", episode.get("task_id")),
+        ("return", _reward(episode.get("return"))),
+        ("success", "yes" if episode.get("success") else "no"),
+        ("turns", episode.get("turns")),
+    ]
+    usage = episode.get("usage")
+    if isinstance(usage, Mapping):
+        rows.append(
+            (
+                "tokens",
+                f"{usage.get('prompt_tokens', '?')} prompt, "
+                f"{usage.get('completion_tokens', '?')} completion",
+            )  # fmt: skip
+        )
+    return '<dl class="meta">' + "".join(
+        f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in rows if v is not None
+    ) + "</dl>"  # fmt: skip
+
+
+def _pager(entry_id: str | None, index: int, count: int | None, links: SiteLinks) -> str:
+    if entry_id is None:
+        return ""
+    parts = []
+    if index > 0:
+        parts.append(f'<a rel="prev" href="{escape(links.trajectory(entry_id, index - 1))}">'
+                     "previous episode</a>")  # fmt: skip
+    if count is None or index + 1 < count:
+        parts.append(f'<a rel="next" href="{escape(links.trajectory(entry_id, index + 1))}">'
+                     "next episode</a>")  # fmt: skip
+    return f'<p class="pager">{" | ".join(parts)}</p>' if parts else ""
+
+
+def render_trajectory(
+    meta: Mapping[str, Any],
+    episode: Mapping[str, Any],
+    index: int,
+    *,
+    entry_id: str | None = None,
+    episode_count: int | None = None,
+    replay: bool = True,
+    links: SiteLinks | None = None,
+) -> str:
+    """Episode `index` of a results file (`meta` its header, or the whole file)
+    turn by turn: ``section.turn`` each with the replayed ``pre.observation``,
+    the ``pre.reply`` and the recorded ``.reward``, then the final observation.
+
+    With `entry_id` the page links to the previous and next episode
+    (`episode_count` bounds them). `replay=False` shows replies and rewards only.
+    """
+    links = links or SiteLinks()
+    env_id = str(meta.get("env_id", "?"))
+    actions = [str(a) for a in episode.get("actions") or []]
+    rewards = list(episode.get("rewards") or [])
+    seen = replay_observations(meta, episode) if replay else ReplayedObservations(note=None)
+    turns = []
+    for i, reply in enumerate(actions):
+        observation = seen.observations[i] if i < len(seen.observations) else None
+        replayed = seen.rewards[i] if i < len(seen.rewards) else None
+        turns.append(_turn(i + 1, observation, reply, rewards[i] if i < len(rewards) else None,
+                           replayed))  # fmt: skip
+    final = ""
+    if replay and len(seen.observations) == len(actions) + 1:
+        final = (
+            '<section class="turn final" id="turn-final"><h3>After the last reply</h3>'
+            f'<pre class="observation">{escape(_cut(seen.observations[-1]))}</pre></section>'
+        )
+    note = f'<p class="note">{escape(seen.note)}</p>' if seen.note else ""
+    if not replay:
+        note = '<p class="note">Observations are not shown: this page did not replay.</p>'
+    prompt = ""
+    if seen.system_prompt:
+        prompt = (
+            "<details><summary>system prompt</summary>"
+            f'<pre class="system-prompt">{escape(seen.system_prompt)}</pre></details>'
+        )
+    back = f'<a href="{escape(links.env(env_id))}">all entries on {escape(env_id)}</a>'
+    body = (
+        f"<h1>{escape(env_id)}: episode {index}</h1><p>{back}</p>"
+        f"{_meta_list(meta, episode, index)}{_pager(entry_id, index, episode_count, links)}"
+        f'{note}{prompt}<div id="turns" data-env="{escape(env_slug(env_id))}">'
+        f"{''.join(turns) or '<p class=muted>no turns recorded</p>'}{final}</div>"
+    )
+    return render_page(f"{env_id} episode {index} - envgym leaderboard", body, links=links)

@@ -1,0 +1,212 @@
+"""A real browser reads the leaderboard: headless Chromium (Debian's ``chromium``
+and ``chromium-driver``) driven by selenium opens the overview, goes to
+Sokoban's page, finds the committed baseline rows, sorts them by success both
+ways, sees the plot with a point per row, and opens a trajectory whose turns
+are the episode's replies and rewards.
+
+The pages are served by a small FastAPI app over `envgym.leaderboard.page`
+and the committed baselines, under the strict Content-Security-Policy the
+server sends, so the test also shows the pages need no script to work.
+
+Skipped when the browser, its driver or selenium is missing, unless
+``ENVGYM_REQUIRE_BROWSER=1`` (as ``.ci/run`` sets), which makes that a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
+SOKOBAN = "envgym/Sokoban-v0"
+
+
+def _browser_missing() -> str | None:
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.is_file()]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("the selenium package (pip install 'envgym[dev]')")
+    if not missing:
+        return None
+    return (
+        f"no headless browser here: {', '.join(missing)} missing; install Debian's chromium "
+        "and chromium-driver (apt-get install chromium chromium-driver) and selenium"
+    )
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory):
+    why = _browser_missing()
+    if why is not None:
+        if os.environ.get("ENVGYM_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"ENVGYM_REQUIRE_BROWSER=1 but {why}")
+        pytest.skip(why)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(arg)
+    # The driver's path is given, so selenium-manager never looks for (or downloads) one.
+    browser = webdriver.Chrome(options=options, service=Service(executable_path=str(CHROMEDRIVER)))
+    browser.set_page_load_timeout(60)
+    try:
+        yield browser
+    finally:
+        browser.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _pages_app() -> Any:
+    """The server's three page routes (`SiteLinks`' URLs) over the committed baselines."""
+    from fastapi import FastAPI, HTTPException
+    from fastapi.responses import HTMLResponse
+
+    from envgym.leaderboard.baselines import load_baseline_entries, load_baseline_results
+    from envgym.leaderboard.page import env_slug, render_env, render_index, render_trajectory
+
+    entries = load_baseline_entries()
+    results = load_baseline_results()
+    app = FastAPI()
+
+    def html(text: str) -> HTMLResponse:
+        return HTMLResponse(text, headers={"Content-Security-Policy": CSP})
+
+    @app.get("/")
+    def index() -> HTMLResponse:
+        return html(render_index(entries))
+
+    @app.get("/envs/{slug}")
+    def env_page(slug: str, sort: str = "success", order: str = "desc") -> HTMLResponse:
+        env_ids = {env_slug(e["env_id"]): e["env_id"] for e in entries}
+        if slug not in env_ids:
+            raise HTTPException(404, f"no env {slug}")
+        return html(render_env(env_ids[slug], entries, sort, order))
+
+    @app.get("/submissions/{entry_id}/episodes/{index}")
+    def trajectory(entry_id: str, index: int) -> HTMLResponse:
+        if entry_id not in results or not 0 <= index < len(results[entry_id]["episodes"]):
+            raise HTTPException(404, f"no episode {index} of {entry_id}")
+        data = results[entry_id]
+        return html(
+            render_trajectory(
+                data,
+                data["episodes"][index],
+                index,
+                entry_id=entry_id,
+                episode_count=len(data["episodes"]),
+            )
+        )
+
+    return app
+
+
+@pytest.fixture(scope="module")
+def site():
+    from envgym.serving import AppServer, BackgroundServer
+    from envgym.sockets import listening_socket
+
+    server = AppServer(_pages_app(), listening_socket("127.0.0.1", 0))
+    with BackgroundServer(server, None) as running:
+        yield running
+
+
+def _click(driver: Any, element: Any) -> None:
+    """Click a link and wait until the page it opens has loaded: the old page's
+    window carries a mark that the new page's lacks."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.execute_script("window.envgymOldPage = true;")
+    element.click()
+    WebDriverWait(driver, 60, ignored_exceptions=(WebDriverException,)).until(
+        lambda d: d.execute_script(
+            "return !window.envgymOldPage && document.readyState === 'complete';"
+        )
+    )
+
+
+def _column(driver: Any, name: str) -> list[float]:
+    from selenium.webdriver.common.by import By
+
+    rows = driver.find_elements(By.CSS_SELECTOR, "#results-Sokoban-v0 tr.entry")
+    return [float(row.get_attribute(f"data-{name}")) for row in rows]
+
+
+def test_a_browser_finds_sorts_plots_and_opens_the_sokoban_baselines(driver, site) -> None:
+    from selenium.webdriver.common.by import By
+
+    from envgym.leaderboard.baselines import load_baseline_results
+
+    driver.get(site.url + "/")
+    overview = driver.find_element(By.ID, "overview")
+    assert SOKOBAN in overview.text
+    link = next(a for a in driver.find_elements(By.CSS_SELECTOR, "a.env-link") if a.text == SOKOBAN)
+    _click(driver, link)
+    assert driver.current_url.endswith("/envs/Sokoban-v0"), driver.current_url
+
+    # The inline style applies under the strict CSP: the header row is shaded.
+    header = driver.find_element(By.CSS_SELECTOR, "#results-Sokoban-v0 th")
+    assert header.value_of_css_property("background-color") == "rgba(244, 244, 244, 1)"
+
+    rows = driver.find_elements(By.CSS_SELECTOR, "#results-Sokoban-v0 tr.entry")
+    found = {
+        (
+            row.find_element(By.CLASS_NAME, "agent").text,
+            row.find_elements(By.TAG_NAME, "td")[3].text,
+        )
+        for row in rows
+    }
+    assert found == {(a, d) for a in ("random", "oracle") for d in ("easy", "medium", "hard")}
+    assert all("baseline" in row.text for row in rows)
+
+    # Sorted by success, high to low; the success header flips it, and back.
+    assert _column(driver, "success") == sorted(_column(driver, "success"), reverse=True)
+    _click(driver, driver.find_element(By.CSS_SELECTOR, "a.sort[data-sort='success']"))
+    assert "order=asc" in driver.current_url
+    ascending = _column(driver, "success")
+    assert ascending == sorted(ascending) and ascending[0] < ascending[-1]
+    _click(driver, driver.find_element(By.CSS_SELECTOR, "a.sort[data-sort='success']"))
+    assert _column(driver, "success") == sorted(ascending, reverse=True)
+    _click(driver, driver.find_element(By.CSS_SELECTOR, "a.sort[data-sort='return']"))
+    returns = _column(driver, "return")
+    assert returns == sorted(returns, reverse=True)
+
+    plot = driver.find_element(By.ID, "plot-Sokoban-v0")
+    assert plot.is_displayed() and plot.size["width"] > 200
+    points = plot.find_elements(By.CSS_SELECTOR, "circle.point")
+    assert len(points) == len(rows) and all(p.is_displayed() for p in points)
+    assert len(plot.find_elements(By.CSS_SELECTOR, "line.interval")) == len(rows)
+
+    first = driver.find_element(By.CSS_SELECTOR, "#results-Sokoban-v0 tr.entry")
+    entry_id = first.get_attribute("data-entry-id")
+    _click(driver, first.find_element(By.CSS_SELECTOR, "a.trajectory"))
+    assert driver.current_url.endswith(f"/submissions/{entry_id}/episodes/0")
+    episode = load_baseline_results()[entry_id]["episodes"][0]
+    turns = driver.find_elements(By.CSS_SELECTOR, "section.turn:not(.final)")
+    assert len(turns) == len(episode["actions"])
+    for turn, reply, reward in zip(turns, episode["actions"], episode["rewards"], strict=True):
+        assert turn.find_element(By.CSS_SELECTOR, "pre.reply").text == reply.strip()
+        assert turn.find_element(By.CSS_SELECTOR, ".reward").text == f"{reward:g}"
+        assert turn.find_element(By.CSS_SELECTOR, "pre.observation").text.strip()
