@@ -385,3 +385,26 @@ def test_a_malformed_agent_spec_says_which_forms_work(spec):
     with pytest.raises(ValueError, match=r"openai:(URL#MODEL|http)|hf:PATH|vllm:PATH"):
         make_agent(spec, gym.make("envgym/GuessNumber-v0"))
     assert "openai:URL#MODEL" in AGENT_SPECS
+
+
+def test_envgym_eval_with_an_openai_agent_records_tokens_and_verifies():
+    """The CLI's batched eval and the one-env evaluate() both record each episode's
+    token counts, and the file they write passes the leaderboard's verification."""
+    from envgym.evaluation import evaluate, verify_submission
+    from envgym.evaluation.batch import evaluate_many
+
+    with ScriptedServer({}) as url:
+        spec = f"openai:{url}#scripted-model"
+        one = evaluate("envgym/GuessNumber-v0", spec, episodes=3, seed=5)
+        many = evaluate_many([("envgym/GuessNumber-v0", {})], spec, episodes=3, seed=5)[0]
+    for results in (one, many):
+        assert results["agent"] == {"name": "openai", "model": "scripted-model"}
+        assert results["summary"]["success_rate"] == 1.0
+        for episode in results["episodes"]:
+            usage = episode["usage"]
+            # The server counts one completion token per message it was sent.
+            assert usage["completion_tokens"] >= 2 * episode["turns"]
+            assert usage["prompt_tokens"] > 0
+        assert verify_submission(results).accepted
+    assert [e["actions"] for e in one["episodes"]] == [e["actions"] for e in many["episodes"]]
+    assert [e["usage"] for e in one["episodes"]] == [e["usage"] for e in many["episodes"]]

@@ -4,9 +4,10 @@ Sokoban's page, finds the committed baseline rows, sorts them by success both
 ways, sees the plot with a point per row, and opens a trajectory whose turns
 are the episode's replies and rewards.
 
-The pages are served by a small FastAPI app over `envgym.leaderboard.page`
-and the committed baselines, under the strict Content-Security-Policy the
-server sends, so the test also shows the pages need no script to work.
+The pages are served by the leaderboard server itself (on an empty SQLite
+database, so the rows are the committed baselines), under the strict
+Content-Security-Policy it sends, so the test also shows the pages need no
+script to work.
 
 Skipped when the browser, its driver or selenium is missing, unless
 ``ENVGYM_REQUIRE_BROWSER=1`` (as ``.ci/run`` sets), which makes that a failure.
@@ -28,7 +29,6 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
-CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
 SOKOBAN = "envgym/Sokoban-v0"
 
 
@@ -78,57 +78,14 @@ def driver(tmp_path_factory: pytest.TempPathFactory):
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def _pages_app() -> Any:
-    """The server's three page routes (`SiteLinks`' URLs) over the committed baselines."""
-    from fastapi import FastAPI, HTTPException
-    from fastapi.responses import HTMLResponse
-
-    from envgym.leaderboard.baselines import load_baseline_entries, load_baseline_results
-    from envgym.leaderboard.page import env_slug, render_env, render_index, render_trajectory
-
-    entries = load_baseline_entries()
-    results = load_baseline_results()
-    app = FastAPI()
-
-    def html(text: str) -> HTMLResponse:
-        return HTMLResponse(text, headers={"Content-Security-Policy": CSP})
-
-    @app.get("/")
-    def index() -> HTMLResponse:
-        return html(render_index(entries))
-
-    @app.get("/envs/{slug}")
-    def env_page(slug: str, sort: str = "success", order: str = "desc") -> HTMLResponse:
-        env_ids = {env_slug(e["env_id"]): e["env_id"] for e in entries}
-        if slug not in env_ids:
-            raise HTTPException(404, f"no env {slug}")
-        return html(render_env(env_ids[slug], entries, sort, order))
-
-    @app.get("/submissions/{entry_id}/episodes/{index}")
-    def trajectory(entry_id: str, index: int) -> HTMLResponse:
-        if entry_id not in results or not 0 <= index < len(results[entry_id]["episodes"]):
-            raise HTTPException(404, f"no episode {index} of {entry_id}")
-        data = results[entry_id]
-        return html(
-            render_trajectory(
-                data,
-                data["episodes"][index],
-                index,
-                entry_id=entry_id,
-                episode_count=len(data["episodes"]),
-            )
-        )
-
-    return app
-
-
 @pytest.fixture(scope="module")
-def site():
-    from envgym.serving import AppServer, BackgroundServer
-    from envgym.sockets import listening_socket
+def site(tmp_path_factory):
+    """The leaderboard server itself (`envgym leaderboard serve`'s app) on an empty
+    SQLite database: its pages show the committed baselines."""
+    from envgym.leaderboard.app import LeaderboardServer
 
-    server = AppServer(_pages_app(), listening_socket("127.0.0.1", 0))
-    with BackgroundServer(server, None) as running:
+    db = tmp_path_factory.mktemp("board") / "board.db"
+    with LeaderboardServer(f"sqlite:///{db}", workers=0) as running:
         yield running
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envgym.agents import make_agent, parse_agent_spec
+from envgym.agents import is_batch_agent, make_agent, parse_agent_spec
 from envgym.core import coerce_action
 from envgym.evaluation.identity import env_hash, env_version
 from envgym.evaluation.inputs import check_inputs, make_evaluation_env, prepare_output_path
@@ -74,6 +74,9 @@ def _run_episode(env: gym.Env, agent_name: str, episode_seed: int) -> dict[str, 
     }
     if isinstance(task_id, str) and task_id:
         record["task_id"] = task_id
+    if is_batch_agent(agent):
+        # An LLM agent counts the tokens of its episode (slot 0 is the plain `act`).
+        record["usage"] = dict(agent.usage(0))
     return record
 
 
