@@ -15,9 +15,6 @@ Skipped when the browser, its driver or selenium is missing, unless
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,55 +24,7 @@ pytest.importorskip("uvicorn")
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 SOKOBAN = "envgym/Sokoban-v0"
-
-
-def _browser_missing() -> str | None:
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.is_file()]
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        missing.append("the selenium package (pip install 'envgym[dev]')")
-    if not missing:
-        return None
-    return (
-        f"no headless browser here: {', '.join(missing)} missing; install Debian's chromium "
-        "and chromium-driver (apt-get install chromium chromium-driver) and selenium"
-    )
-
-
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory):
-    why = _browser_missing()
-    if why is not None:
-        if os.environ.get("ENVGYM_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"ENVGYM_REQUIRE_BROWSER=1 but {why}")
-        pytest.skip(why)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(arg)
-    # The driver's path is given, so selenium-manager never looks for (or downloads) one.
-    browser = webdriver.Chrome(options=options, service=Service(executable_path=str(CHROMEDRIVER)))
-    browser.set_page_load_timeout(60)
-    try:
-        yield browser
-    finally:
-        browser.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,8 @@ an env offers (``info["tools"]``, OpenAI function schemas) are kept with the
 slot, from the latest info that carried them. `ChatSlots` also holds each
 slot's token counts, so ``usage(slot)`` reads the same for every agent.
 
+`SlotChatAgent` is the base of the OpenAI, transformers and vLLM agents: the
+plain Agent protocol on slot 0 and the batch protocol's bookkeeping.
 `tool_call_text` writes an OpenAI tool call the way envgym envs read one
 (`envgym.parsing.parse_tool_calls`): ``<tool_call>{"name": ..., "arguments":
 {...}}</tool_call>``.
@@ -19,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ChatSlot", "ChatSlots", "tool_call_text"]
+__all__ = ["ChatSlot", "ChatSlots", "SlotChatAgent", "tool_call_text"]
 
 
 def tool_call_text(name: str, arguments: Any) -> str:
@@ -134,3 +136,50 @@ class ChatSlots:
 def _check_slot(slot: int) -> None:
     if isinstance(slot, bool) or not isinstance(slot, int) or slot < 0:
         raise ValueError(f"a slot is a whole number >= 0, got {slot!r}")
+
+
+class SlotChatAgent:
+    """What every LLM agent shares: one `ChatSlots` conversation per slot, the plain
+    Agent protocol on slot 0, and the batch protocol's bookkeeping. A subclass sets
+    ``self.chats`` and writes `act_batch`, calling `check_batch` first."""
+
+    name = "llm"
+    chats: ChatSlots
+
+    # ------------------------------------------------------------ the plain Agent protocol
+    def reset(self) -> None:
+        """Start a new episode in slot 0 (`act` uses slot 0)."""
+        self.reset_slot(0)
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        """The reply to `observation` in slot 0."""
+        return self.act_batch([0], [observation], [info])[0]
+
+    # ------------------------------------------------------------ the batch protocol
+    def reset_slot(self, slot: int) -> None:
+        """Start a new episode (an empty conversation) in `slot`."""
+        self.chats.reset(slot)
+
+    def act_batch(
+        self, slots: list[int], observations: list[str], infos: list[dict[str, Any]]
+    ) -> list[str]:
+        raise NotImplementedError
+
+    def usage(self, slot: int) -> dict[str, int]:
+        """Tokens `slot`'s current episode has cost."""
+        return self.chats.usage(slot)
+
+    def history(self, slot: int) -> list[dict[str, Any]]:
+        """A copy of `slot`'s conversation (the messages the next request extends)."""
+        return self.chats.history(slot)
+
+    @staticmethod
+    def check_batch(slots: list[int], observations: list[str], infos: list[dict[str, Any]]) -> None:
+        """Refuse a batch whose lists differ in length or that names a slot twice."""
+        if not len(slots) == len(observations) == len(infos):
+            raise ValueError(
+                f"act_batch needs one observation and one info per slot; got {len(slots)} "
+                f"slots, {len(observations)} observations, {len(infos)} infos"
+            )
+        if len(set(slots)) != len(slots):
+            raise ValueError(f"each slot may appear once in a batch, got {slots}")

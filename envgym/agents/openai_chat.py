@@ -27,7 +27,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
-from envgym.agents.chat import ChatSlots, tool_call_text
+from envgym.agents.chat import ChatSlots, SlotChatAgent, tool_call_text
 
 __all__ = ["ChatCompletionError", "OpenAIChatAgent"]
 
@@ -50,7 +50,7 @@ class ChatCompletionError(RuntimeError):
         self.body = body
 
 
-class OpenAIChatAgent:
+class OpenAIChatAgent(SlotChatAgent):
     """An LLM behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
     Args:
@@ -131,20 +131,7 @@ class OpenAIChatAgent:
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
-    # ------------------------------------------------------------ the plain Agent protocol
-    def reset(self) -> None:
-        """Start a new episode in slot 0 (`act` uses slot 0)."""
-        self.reset_slot(0)
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        """The reply to `observation` in slot 0."""
-        return self.act_batch([0], [observation], [info])[0]
-
     # ------------------------------------------------------------ the batch protocol
-    def reset_slot(self, slot: int) -> None:
-        """Start a new episode (an empty conversation) in `slot`."""
-        self.chats.reset(slot)
-
     def act_batch(
         self, slots: list[int], observations: list[str], infos: list[dict[str, Any]]
     ) -> list[str]:
@@ -153,13 +140,7 @@ class OpenAIChatAgent:
         A slot's conversation changes only once its request succeeded; if any
         fails for good, `ChatCompletionError` is raised after the others finish.
         """
-        if not len(slots) == len(observations) == len(infos):
-            raise ValueError(
-                f"act_batch needs one observation and one info per slot; got {len(slots)} "
-                f"slots, {len(observations)} observations, {len(infos)} infos"
-            )
-        if len(set(slots)) != len(slots):
-            raise ValueError(f"each slot may appear once in a batch, got {slots}")
+        self.check_batch(slots, observations, infos)
         if not slots:
             return []
         if len(slots) == 1:
@@ -170,14 +151,6 @@ class OpenAIChatAgent:
         ]
         wait(futures)  # every slot's turn ends (and is kept) before any error is raised
         return [future.result() for future in futures]
-
-    def usage(self, slot: int) -> dict[str, int]:
-        """Tokens `slot`'s current episode has cost, as the server counted them."""
-        return self.chats.usage(slot)
-
-    def history(self, slot: int) -> list[dict[str, Any]]:
-        """A copy of `slot`'s conversation (the messages the next request extends)."""
-        return self.chats.history(slot)
 
     def close(self) -> None:
         """Close the HTTP connections and the thread pool."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from envgym.agents.chat import ChatSlots
+from envgym.agents.chat import ChatSlots, SlotChatAgent
 
 __all__ = ["TransformersAgent"]
 
@@ -49,7 +49,7 @@ def _load(model_path: str, device: str) -> tuple[Any, Any]:
     return tokenizer, model
 
 
-class TransformersAgent:
+class TransformersAgent(SlotChatAgent):
     """A local Hugging Face causal LM, answering many slots with one ``generate``.
 
     Args:
@@ -101,31 +101,12 @@ class TransformersAgent:
         self.chats = ChatSlots(system_prompt)
         self._generator_seed = seed
 
-    # ------------------------------------------------------------ the plain Agent protocol
-    def reset(self) -> None:
-        """Start a new episode in slot 0 (`act` uses slot 0)."""
-        self.reset_slot(0)
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        """The reply to `observation` in slot 0."""
-        return self.act_batch([0], [observation], [info])[0]
-
     # ------------------------------------------------------------ the batch protocol
-    def reset_slot(self, slot: int) -> None:
-        """Start a new episode (an empty conversation) in `slot`."""
-        self.chats.reset(slot)
-
     def act_batch(
         self, slots: list[int], observations: list[str], infos: list[dict[str, Any]]
     ) -> list[str]:
         """One reply per slot, from one ``generate`` call per `batch_size` slots."""
-        if not len(slots) == len(observations) == len(infos):
-            raise ValueError(
-                f"act_batch needs one observation and one info per slot; got {len(slots)} "
-                f"slots, {len(observations)} observations, {len(infos)} infos"
-            )
-        if len(set(slots)) != len(slots):
-            raise ValueError(f"each slot may appear once in a batch, got {slots}")
+        self.check_batch(slots, observations, infos)
         replies: list[str] = []
         for start in range(0, len(slots), self.batch_size):
             end = start + self.batch_size
@@ -133,14 +114,6 @@ class TransformersAgent:
                 self._generate(slots[start:end], observations[start:end], infos[start:end])
             )
         return replies
-
-    def usage(self, slot: int) -> dict[str, int]:
-        """Tokens `slot`'s current episode has cost (prompt tokens counted every turn)."""
-        return self.chats.usage(slot)
-
-    def history(self, slot: int) -> list[dict[str, Any]]:
-        """A copy of `slot`'s conversation."""
-        return self.chats.history(slot)
 
     # ------------------------------------------------------------ generation
     def _render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:

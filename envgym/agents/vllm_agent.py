@@ -18,7 +18,7 @@ import functools
 import json
 from typing import Any
 
-from envgym.agents.chat import ChatSlots
+from envgym.agents.chat import ChatSlots, SlotChatAgent
 
 __all__ = ["VLLMAgent", "VLLMUnavailable"]
 
@@ -45,7 +45,7 @@ def _engine(model_path: str, options_json: str) -> Any:
     return _import_vllm().LLM(model=model_path, **json.loads(options_json))
 
 
-class VLLMAgent:
+class VLLMAgent(SlotChatAgent):
     """A model on vLLM's offline engine, answering many slots with one ``LLM.chat``.
 
     Args:
@@ -84,31 +84,12 @@ class VLLMAgent:
         )
         self.chats = ChatSlots(system_prompt)
 
-    # ------------------------------------------------------------ the plain Agent protocol
-    def reset(self) -> None:
-        """Start a new episode in slot 0 (`act` uses slot 0)."""
-        self.reset_slot(0)
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        """The reply to `observation` in slot 0."""
-        return self.act_batch([0], [observation], [info])[0]
-
     # ------------------------------------------------------------ the batch protocol
-    def reset_slot(self, slot: int) -> None:
-        """Start a new episode (an empty conversation) in `slot`."""
-        self.chats.reset(slot)
-
     def act_batch(
         self, slots: list[int], observations: list[str], infos: list[dict[str, Any]]
     ) -> list[str]:
         """One reply per slot; slots with the same tools share one ``LLM.chat`` call."""
-        if not len(slots) == len(observations) == len(infos):
-            raise ValueError(
-                f"act_batch needs one observation and one info per slot; got {len(slots)} "
-                f"slots, {len(observations)} observations, {len(infos)} infos"
-            )
-        if len(set(slots)) != len(slots):
-            raise ValueError(f"each slot may appear once in a batch, got {slots}")
+        self.check_batch(slots, observations, infos)
         prompts = [
             self.chats.prompt(slot, str(obs), info)
             for slot, obs, info in zip(slots, observations, infos, strict=True)
@@ -138,11 +119,3 @@ class VLLMAgent:
                     len(completion.token_ids or []),
                 )
         return replies
-
-    def usage(self, slot: int) -> dict[str, int]:
-        """Tokens `slot`'s current episode has cost (prompt tokens counted every turn)."""
-        return self.chats.usage(slot)
-
-    def history(self, slot: int) -> list[dict[str, Any]]:
-        """A copy of `slot`'s conversation."""
-        return self.chats.history(slot)
