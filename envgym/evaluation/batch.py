@@ -30,7 +30,6 @@ waiting slot in one `act_batch` call, starts each episode with
 
 from __future__ import annotations
 
-import datetime as _dt
 import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -39,11 +38,14 @@ import gymnasium as gym
 
 from envgym.agents import AGENT_NAMES, is_batch_agent, make_agent, parse_agent_spec
 from envgym.core import coerce_action
-from envgym.evaluation.identity import env_hash, env_version
+from envgym.evaluation.identity import env_hash
 from envgym.evaluation.inputs import EvaluationError, check_inputs, make_evaluation_env
-from envgym.evaluation.results_file import SCHEMA_VERSION
-from envgym.evaluation.runner import _MAX_STEPS_PER_EPISODE, ProgressCallback, agent_seed
-from envgym.evaluation.summary import summarize
+from envgym.evaluation.runner import (
+    MAX_STEPS_PER_EPISODE,
+    ProgressCallback,
+    agent_seed,
+    results_dict,
+)
 from envgym.registry import register_envs
 from envgym.vector import TextVectorEnv
 
@@ -179,35 +181,6 @@ def _check(
     return checked
 
 
-def _results(
-    env_id: str,
-    kwargs: dict[str, Any],
-    agent: dict[str, Any],
-    records: list[dict[str, Any]],
-    difficulty: Any,
-    hash_: str,
-    seed: int,
-    episodes: int,
-) -> dict[str, Any]:
-    """The results dict, built as `envgym.evaluation.runner.evaluate` builds it."""
-    results: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "env_id": env_id,
-        "env_version": env_version(env_id),
-        "env_hash": hash_,
-        "env_kwargs": kwargs,
-        "seed": seed,
-        "num_episodes": episodes,
-        "agent": agent,
-        "episodes": records,
-        "summary": summarize(records),
-        "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-    }
-    if isinstance(difficulty, str):
-        results["difficulty"] = difficulty
-    return results
-
-
 def evaluate_many(
     jobs: Sequence[EvalJob],
     agent_spec: str,
@@ -294,10 +267,10 @@ def evaluate_many(
         while any(ep is not None for ep in running):
             active = [i for i, ep in enumerate(running) if ep is not None]
             for i in active:
-                if len(running[i].actions) >= _MAX_STEPS_PER_EPISODE:
+                if len(running[i].actions) >= MAX_STEPS_PER_EPISODE:
                     raise RuntimeError(
                         f"episode with seed {running[i].seed} of {checked[running[i].job][0]} "
-                        f"did not end after {_MAX_STEPS_PER_EPISODE} steps; the env's turn "
+                        f"did not end after {MAX_STEPS_PER_EPISODE} steps; the env's turn "
                         "limit is broken"
                     )
             actions = [""] * slots
@@ -348,15 +321,8 @@ def evaluate_many(
         if any(r is None for r in job_records):  # a bug here, never the user's doing
             raise RuntimeError(f"{env_id}: some episodes were not played")
         out.append(
-            _results(
-                env_id,
-                kwargs,
-                dict(agent_info),
-                job_records,
-                difficulties[j],
-                hashes[j],
-                seed,
-                episodes,
+            results_dict(
+                env_id, kwargs, dict(agent_info), job_records, difficulties[j], hashes[j], seed
             )
         )
     return out

@@ -16,7 +16,7 @@ import gymnasium as gym
 
 from envgym.evaluation.inputs import make_evaluation_env
 
-__all__ = ["ReplayResult", "replay_episode", "verify_results"]
+__all__ = ["ReplayResult", "replay_episode", "replay_in_env", "verify_results"]
 
 
 @dataclass
@@ -42,7 +42,9 @@ def _same_number(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
-def _replay(env: gym.Env, results: Mapping[str, Any], index: int) -> ReplayResult:
+def replay_in_env(env: gym.Env, results: Mapping[str, Any], index: int) -> ReplayResult:
+    """Replay episode `index` of `results` in `env` (made from the recorded id and
+    kwargs; one env serves every episode of a file)."""
     episodes = results["episodes"]
     if not -len(episodes) <= index < len(episodes):
         raise IndexError(
@@ -102,7 +104,7 @@ def replay_episode(results: Mapping[str, Any], index: int) -> ReplayResult:
     """
     env = make_evaluation_env(results["env_id"], results.get("env_kwargs") or {})
     try:
-        return _replay(env, results, index)
+        return replay_in_env(env, results, index)
     finally:
         env.close()
 
@@ -111,6 +113,6 @@ def verify_results(results: Mapping[str, Any]) -> list[ReplayResult]:
     """Replay every episode of `results` in one env; see `replay_episode`."""
     env = make_evaluation_env(results["env_id"], results.get("env_kwargs") or {})
     try:
-        return [_replay(env, results, i) for i in range(len(results["episodes"]))]
+        return [replay_in_env(env, results, i) for i in range(len(results["episodes"]))]
     finally:
         env.close()

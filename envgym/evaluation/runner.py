@@ -22,11 +22,17 @@ from envgym.evaluation.inputs import check_inputs, make_evaluation_env, prepare_
 from envgym.evaluation.results_file import SCHEMA_VERSION, write_results
 from envgym.evaluation.summary import summarize
 
-__all__ = ["ProgressCallback", "agent_seed", "evaluate"]
+__all__ = [
+    "MAX_STEPS_PER_EPISODE",
+    "ProgressCallback",
+    "agent_seed",
+    "evaluate",
+    "results_dict",
+]
 
 #: A correct env ends every episode through its turn limit; this only stops a
 #: broken one from hanging an evaluation forever.
-_MAX_STEPS_PER_EPISODE = 100_000
+MAX_STEPS_PER_EPISODE = 100_000
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -52,9 +58,9 @@ def _run_episode(env: gym.Env, agent_name: str, episode_seed: int) -> dict[str, 
     rewards: list[float] = []
     terminated = truncated = False
     while not (terminated or truncated):
-        if len(actions) >= _MAX_STEPS_PER_EPISODE:
+        if len(actions) >= MAX_STEPS_PER_EPISODE:
             raise RuntimeError(
-                f"episode with seed {episode_seed} did not end after {_MAX_STEPS_PER_EPISODE} "
+                f"episode with seed {episode_seed} did not end after {MAX_STEPS_PER_EPISODE} "
                 "steps; the env's turn limit is broken"
             )
         action = coerce_action(agent.act(obs, info))
@@ -117,6 +123,25 @@ def evaluate(
         difficulty = getattr(env.unwrapped, "difficulty", None)
     finally:
         env.close()
+    results = results_dict(
+        env_id, kwargs, parse_agent_spec(agent_name).record(), records, difficulty, hash_, seed
+    )
+    if out_path is not None:
+        write_results(results, out_path)
+    return results
+
+
+def results_dict(
+    env_id: str,
+    kwargs: dict[str, Any],
+    agent: dict[str, Any],
+    records: list[dict[str, Any]],
+    difficulty: Any,
+    hash_: str,
+    seed: int,
+) -> dict[str, Any]:
+    """A results file's content for `records`, the episodes with seeds `seed` onwards
+    (`evaluate` and `envgym.evaluation.batch.evaluate_many` both write these)."""
     results: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "env_id": env_id,
@@ -125,14 +150,12 @@ def evaluate(
         "env_kwargs": kwargs,
         # What was asked for, so a verifier can check the file holds exactly that run.
         "seed": seed,
-        "num_episodes": episodes,
-        "agent": parse_agent_spec(agent_name).record(),
+        "num_episodes": len(records),
+        "agent": agent,
         "episodes": records,
         "summary": summarize(records),
         "created_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     if isinstance(difficulty, str):
         results["difficulty"] = difficulty
-    if out_path is not None:
-        write_results(results, out_path)
     return results

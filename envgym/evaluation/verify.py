@@ -22,7 +22,7 @@ from typing import Any
 from envgym.core import Preset, TextEnv
 from envgym.evaluation.identity import env_hash, env_version
 from envgym.evaluation.inputs import make_evaluation_env
-from envgym.evaluation.replay import _replay
+from envgym.evaluation.replay import replay_in_env
 from envgym.evaluation.results_file import SCHEMA_VERSION, schema_problem
 from envgym.evaluation.summary import summarize
 from envgym.registry import EnvSpec, get_spec, load_entry_point
@@ -252,7 +252,7 @@ def _check_replays(results: Mapping[str, Any]) -> int:
             )
         for i in range(len(results["episodes"])):
             try:
-                replay = _replay(env, results, i)
+                replay = replay_in_env(env, results, i)
             except Exception as exc:  # a reply the env cannot take is the file's problem
                 raise _Rejected(
                     f"{_episode_name(results, i)}: replaying it failed ({type(exc).__name__}: "
