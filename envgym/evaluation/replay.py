@@ -110,7 +110,12 @@ def replay_episode(results: Mapping[str, Any], index: int) -> ReplayResult:
 
 
 def verify_results(results: Mapping[str, Any]) -> list[ReplayResult]:
-    """Replay every episode of `results` in one env; see `replay_episode`."""
+    """Replay every episode of `results` in one env; see `replay_episode`.
+
+    This checks the recorded rewards only. Whether to trust a file (its seeds,
+    summary, env identity and arguments too) is `envgym.evaluation.verify_submission`,
+    which the leaderboard runs.
+    """
     env = make_evaluation_env(results["env_id"], results.get("env_kwargs") or {})
     try:
         return [replay_in_env(env, results, i) for i in range(len(results["episodes"]))]
