@@ -39,6 +39,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload, undefer
 
 from envgym.leaderboard.db import Database, Submission, iso_utc
+from envgym.leaderboard.page import settings_text
 from envgym.leaderboard.tokens import check_token
 from envgym.leaderboard.worker import VerificationQueue
 from envgym.serving import AppServer, BackgroundServer, socket_url
@@ -158,6 +159,7 @@ def _header_fields(results: dict[str, Any]) -> dict[str, Any]:
         "difficulty": text(results.get("difficulty")) or text(kwargs.get("difficulty")),
         "agent": text(agent.get("name")),
         "model": text(agent.get("model")),
+        "settings": settings_text(kwargs),
         "num_episodes": len(episodes) if isinstance(episodes, list) else None,
     }
 

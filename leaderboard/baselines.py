@@ -33,6 +33,7 @@ from rich.progress import (
 )
 
 from envgym.evaluation import evaluate, write_results
+from envgym.leaderboard.page import settings_text
 from envgym.registry import list_envs, missing_data
 
 __all__ = [
@@ -161,6 +162,7 @@ def entry_from_results(results: dict[str, Any], entry_id: str, **extra: Any) -> 
         "difficulty": difficulty,
         "agent": str(agent.get("name", "?")),
         "model": agent.get("model"),
+        "settings": settings_text(results.get("env_kwargs")),
         "submitter": None,
         "episodes": int(summary["episodes"]),
         "success_rate": float(summary["success_rate"]),

@@ -26,8 +26,10 @@ from sqlalchemy import (
     Text,
     create_engine,
     event,
+    inspect,
     select,
 )
+from sqlalchemy import text as sql_text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import (
@@ -100,6 +102,8 @@ class Submission(Base):
     difficulty: Mapped[str | None] = mapped_column(String(100))
     agent: Mapped[str | None] = mapped_column(String(500))
     model: Mapped[str | None] = mapped_column(String(500))
+    #: the env arguments besides the difficulty ("k=v, ..."), shown with the agent
+    settings: Mapped[str | None] = mapped_column(String(500))
     num_episodes: Mapped[int | None] = mapped_column(Integer)
     # The figures the server recomputed from the replayed episodes; set on acceptance.
     success_rate: Mapped[float | None] = mapped_column(Float)
@@ -121,6 +125,7 @@ class Submission(Base):
             "difficulty": self.difficulty,
             "agent": self.agent,
             "model": self.model,
+            "settings": self.settings,
             "submitter": self.submitter.name,
             "episodes": self.num_episodes,
             "success_rate": self.success_rate,
@@ -172,6 +177,7 @@ class Database:
         self.engine = _make_engine(parsed.drivername, self.url)
         try:
             Base.metadata.create_all(self.engine)
+            _add_missing_columns(self.engine)
         except Exception as exc:  # OperationalError, a missing driver, ...
             self.engine.dispose()
             raise DatabaseError(
@@ -219,3 +225,20 @@ def _make_engine(driver: str, url: str) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Add the columns a database made by an older envgym lacks. Every column added
+    since the first release is nullable, so old rows stay valid (NULL: not recorded)."""
+    # One connection for looking and altering: SQLite locks the file against a second.
+    with engine.begin() as connection:
+        inspector = inspect(connection)
+        for table in Base.metadata.sorted_tables:
+            have = {column["name"] for column in inspector.get_columns(table.name)}
+            for column in table.columns:
+                if column.name in have or not column.nullable:
+                    continue
+                kind = column.type.compile(dialect=engine.dialect)
+                connection.execute(
+                    sql_text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")
+                )

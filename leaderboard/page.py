@@ -33,6 +33,7 @@ __all__ = [
     "SORTS",
     "SiteLinks",
     "agent_label",
+    "settings_text",
     "env_slug",
     "render_env",
     "render_index",
@@ -101,10 +102,28 @@ def env_slug(env_id: str) -> str:
 
 
 def agent_label(entry: Mapping[str, Any]) -> str:
-    """``oracle``, or ``openai (gpt-4o)`` when the entry names a model."""
+    """``oracle``, or ``openai (gpt-4o)`` when the entry names a model, followed by the
+    env arguments the run set besides the difficulty (``[slippery=True]``), so rows
+    made with other settings are never read as the standard ones."""
     agent = str(entry.get("agent") or "?")
     model = entry.get("model")
-    return f"{agent} ({model})" if model else agent
+    label = f"{agent} ({model})" if model else agent
+    settings = entry.get("settings")
+    return f"{label} [{settings}]" if settings else label
+
+
+def _settings(entry: Mapping[str, Any]) -> str:
+    settings = entry.get("settings")
+    return f' <span class="settings muted">[{escape(str(settings))}]</span>' if settings else ""
+
+
+def settings_text(env_kwargs: Any) -> str | None:
+    """The env arguments of a run other than its difficulty, as ``k=v, ...`` (None
+    when there are none)."""
+    if not isinstance(env_kwargs, Mapping):
+        return None
+    pairs = [f"{k}={v!r}" for k, v in sorted(env_kwargs.items()) if k != "difficulty"]
+    return ", ".join(pairs)[:500] or None
 
 
 def _number(value: Any) -> float:
@@ -223,7 +242,7 @@ def _table(env_id: str, entries: Sequence[Mapping[str, Any]], sort: str, order: 
             f'data-success="{_number(entry.get("success_rate"))!r}" '
             f'data-return="{_number(entry.get("mean_return"))!r}">'
             f'<td class="num">{rank}</td>'
-            f'<td class="agent">{escape(str(entry.get("agent") or "?"))}</td>'
+            f'<td class="agent">{escape(str(entry.get("agent") or "?"))}{_settings(entry)}</td>'
             f'<td class="model">{escape(str(model)) if model else "-"}</td>'
             f"<td>{escape(str(entry.get('difficulty') or '-'))}</td>"
             f'<td class="num success">{_pct(entry.get("success_rate"))} '

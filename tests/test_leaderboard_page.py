@@ -334,3 +334,27 @@ def test_export_command_needs_a_source_and_exports_a_database(tmp_path: Path) ->
     written = export_command(tmp_path / "site", db_url=f"sqlite:///{tmp_path / 'board.db'}")
     assert written == [tmp_path / "site" / "index.html"]
     assert "No entries yet" in written[0].read_text(encoding="utf-8")
+
+
+def test_a_run_with_other_env_settings_is_marked_as_such():
+    from envgym.leaderboard.page import render_env, settings_text
+
+    assert settings_text({"difficulty": "easy"}) is None
+    assert settings_text({"difficulty": "easy", "slippery": True}) == "slippery=True"
+    base = {
+        "id": 1,
+        "env_id": "envgym/FrozenLake-v0",
+        "difficulty": "easy",
+        "agent": "oracle",
+        "episodes": 10,
+        "success_rate": 1.0,
+        "success_ci95": [0.7, 1.0],
+        "mean_return": 1.0,
+        "ci95": [1.0, 1.0],
+        "verified": True,
+        "status": "accepted",
+    }
+    slippery = {**base, "id": 2, "settings": "slippery=True, <b>=1"}
+    page = render_env("envgym/FrozenLake-v0", [base, slippery])
+    assert page.count('class="settings') == 1
+    assert "[slippery=True, &lt;b&gt;=1]" in page
