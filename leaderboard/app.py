@@ -38,9 +38,11 @@ from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload, undefer
 
+from envgym.leaderboard.baselines import load_baseline_entries, load_baseline_results
 from envgym.leaderboard.db import Database, Submission, iso_utc
-from envgym.leaderboard.page import settings_text
+from envgym.leaderboard.page import env_slug, render_env, render_index, settings_text
 from envgym.leaderboard.tokens import check_token
+from envgym.leaderboard.trajectory import render_trajectory
 from envgym.leaderboard.worker import VerificationQueue
 from envgym.serving import AppServer, BackgroundServer, socket_url
 from envgym.sockets import listening_socket
@@ -294,19 +296,7 @@ def _accepted_entries(session: Session, env_id: str | None = None) -> list[dict[
 
 
 # ------------------------------------------------------------- the pages
-def _page_module() -> Any | None:
-    try:
-        from envgym.leaderboard import page
-    except ImportError:  # the pages are not installed; the API still works
-        return None
-    return page
-
-
 def _baselines() -> tuple[list[dict[str, Any]], Callable[[str], dict[str, Any] | None]]:
-    try:
-        from envgym.leaderboard.baselines import load_baseline_entries, load_baseline_results
-    except ImportError:
-        return [], lambda _id: None
     return load_baseline_entries(), lambda entry_id: load_baseline_results().get(entry_id)
 
 
@@ -321,10 +311,7 @@ def _add_pages(app: FastAPI, include_baselines: bool) -> None:
 
     @app.get("/", response_class=HTMLResponse)
     def index(session: SessionDep) -> HTMLResponse:
-        page = _page_module()
-        if page is None:
-            return _html("<p>envgym leaderboard: see /api/results</p>")
-        return _html(page.render_index(entries(session)))
+        return _html(render_index(entries(session)))
 
     @app.get("/envs/{slug}", response_class=HTMLResponse)
     def env_page(
@@ -333,21 +320,15 @@ def _add_pages(app: FastAPI, include_baselines: bool) -> None:
         sort: Annotated[str, Query()] = "success",
         order: Annotated[str, Query()] = "desc",
     ) -> HTMLResponse:
-        page = _page_module()
         every = entries(session)
-        env_ids = sorted({str(e["env_id"]) for e in every})
-        slugs = {(page.env_slug(i) if page else i): i for i in env_ids}
+        slugs = {env_slug(i): i for i in sorted({str(e["env_id"]) for e in every})}
         if slug not in slugs:
             raise _error(404, f"no entries for env {slug!r}; see / for the envs with entries")
-        if page is None:
-            return _html(f"<pre>{json.dumps(every, indent=1)}</pre>")
-        return _html(page.render_env(slugs[slug], every, sort, order))
+        return _html(render_env(slugs[slug], every, sort, order))
 
     @app.get("/env/{env_id:path}")
     def env_by_id(env_id: str) -> RedirectResponse:
-        page = _page_module()
-        slug = page.env_slug(env_id) if page else env_id
-        return RedirectResponse(f"/envs/{slug}")
+        return RedirectResponse(f"/envs/{env_slug(env_id)}")
 
     @app.get("/submissions/{entry_id}/episodes/{index}", response_class=HTMLResponse)
     def trajectory(entry_id: str, index: int, session: SessionDep) -> HTMLResponse:
@@ -356,11 +337,8 @@ def _add_pages(app: FastAPI, include_baselines: bool) -> None:
         if not isinstance(episodes, list) or not 0 <= index < len(episodes):
             count = len(episodes) if isinstance(episodes, list) else 0
             raise _error(404, f"entry {entry_id} has {count} episodes; pick 0 to {count - 1}")
-        page = _page_module()
-        if page is None:
-            return _html(f"<pre>{json.dumps(episodes[index], indent=1)}</pre>")
         return _html(
-            page.render_trajectory(
+            render_trajectory(
                 meta,
                 episodes[index],
                 index,

@@ -2,8 +2,9 @@
 
 `render_index` (every env's best entry per agent, as an env x agent matrix),
 `render_env` (one env's table, sortable through links, and plots of success
-and return with their 95% intervals) and `render_trajectory` (one episode,
-turn by turn: the observation the agent saw, its reply and the reward). The
+and return with their 95% intervals); `envgym.leaderboard.trajectory`'s
+`render_trajectory` shows one episode turn by turn (the observation the agent
+saw, its reply and the reward) in the same page frame. The
 server (`envgym.leaderboard.app`) serves them and `envgym.leaderboard.export`
 writes them as static files; `SiteLinks` says where their links point for each.
 
@@ -383,27 +384,3 @@ def render_index(entries: Sequence[Mapping[str, Any]], *, links: SiteLinks | Non
         "random and oracle agents.</p>" + table
     )
     return render_page("envgym leaderboard", body, links=links)
-
-
-def render_trajectory(
-    meta: Mapping[str, Any],
-    episode: Mapping[str, Any],
-    index: int,
-    *,
-    entry_id: str | None = None,
-    episode_count: int | None = None,
-    replay: bool = True,
-    links: SiteLinks | None = None,
-) -> str:
-    """One episode turn by turn; see `envgym.leaderboard.trajectory`."""
-    from envgym.leaderboard.trajectory import render_trajectory as render
-
-    return render(
-        meta,
-        episode,
-        index,
-        entry_id=entry_id,
-        episode_count=episode_count,
-        replay=replay,
-        links=links or SiteLinks(),
-    )

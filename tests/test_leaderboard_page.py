@@ -28,7 +28,8 @@ from envgym.leaderboard.baselines import (
     make_baselines,
 )
 from envgym.leaderboard.export import export_command, export_site
-from envgym.leaderboard.page import render_env, render_index, render_trajectory
+from envgym.leaderboard.page import render_env, render_index
+from envgym.leaderboard.trajectory import render_trajectory
 from envgym.registry import list_envs, missing_data
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>"\'&'
