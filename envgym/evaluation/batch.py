@@ -189,6 +189,7 @@ def evaluate_many(
     num_envs: int = 8,
     workers: str = "sync",
     progress: ProgressCallback | None = None,
+    agent_options: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Run `agent_spec` for `episodes` episodes (seeds ``seed .. seed+episodes-1``)
     on every job, `num_envs` episodes in flight, and return one results dict per
@@ -196,7 +197,8 @@ def evaluate_many(
 
     `workers` is ``"sync"`` (every env in this process) or ``"subprocess"``
     (envs in worker processes). `progress(done, total)` counts episodes over all
-    jobs: once before the first and after each one.
+    jobs: once before the first and after each one. `agent_options` go to an
+    LLM agent's constructor (``max_new_tokens``, ``temperature``...).
 
     Raises KeyError for an unknown env id and `EvaluationError` for any other
     bad input, always before the first episode; an env that fails during an
@@ -228,7 +230,9 @@ def evaluate_many(
         spec = parse_agent_spec(agent_spec)
         batch_agent = None
         if spec.kind not in AGENT_NAMES:  # an LLM agent: one for every slot, made now
-            batch_agent = make_agent(agent_spec, probes[0], seed=agent_seed(seed))
+            batch_agent = make_agent(
+                agent_spec, probes[0], seed=agent_seed(seed), **dict(agent_options or {})
+            )
             if not is_batch_agent(batch_agent):
                 raise EvaluationError(
                     f"{agent_spec} made a {type(batch_agent).__name__}, which has no "
