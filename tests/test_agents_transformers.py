@@ -3,9 +3,9 @@ error where vllm is missing.
 
 The model is a 2-layer Llama with hidden size 32 and random weights; the
 tokenizer a byte-level BPE trained on a few strings, with a ChatML chat
-template. Its replies are noise, which the env answers with format feedback:
-the episodes still run their turns, so histories, usage and batching are
-checked on real multi-turn play.
+template (`envgym.trainers.common.tiny`). Its replies are noise, which the
+env answers with format feedback: the episodes still run their turns, so
+histories, usage and batching are checked on real multi-turn play.
 """
 
 from __future__ import annotations
@@ -20,56 +20,25 @@ from envgym.agents import is_batch_agent, make_agent
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
-tokenizers = pytest.importorskip("tokenizers")
+pytest.importorskip("tokenizers")
 
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-SPECIALS = ["<pad>", "<|im_start|>", "<|im_end|>"]
+CORPUS = [
+    "I am thinking of a number from 1 to 100. Guess it.",
+    "Higher. Lower. <answer>50</answer> <think>hmm</think>",
+    "Guess the secret number. Reply with one number in answer tags.",
+] * 5
 TURNS = 3
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     """A folder with a tiny random Llama and its tokenizer, saved by save_pretrained."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from envgym.trainers.common.tiny import build_tiny_model, build_tiny_tokenizer
 
     path = tmp_path_factory.mktemp("tiny-llama")
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=SPECIALS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    corpus = [
-        "I am thinking of a number from 1 to 100. Guess it.",
-        "Higher. Lower. <answer>50</answer> <think>hmm</think>",
-        "Guess the secret number. Reply with one number in answer tags.",
-    ]
-    bpe.train_from_iterator(corpus * 20, trainer)
-    tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=bpe, pad_token="<pad>", eos_token="<|im_end|>", bos_token="<|im_start|>"
-    )
-    tokenizer.chat_template = CHAT_TEMPLATE
-    tokenizer.save_pretrained(path)
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        initializer_range=0.5,  # large weights: replies that depend on the prompt
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-    )
-    transformers.LlamaForCausalLM(config).save_pretrained(path)
+    tokenizer = build_tiny_tokenizer(CORPUS, vocab_size=400)
+    # Large weights: replies that depend on the prompt.
+    build_tiny_model(path, tokenizer=tokenizer, hidden_size=32, initializer_range=0.5)
     return path
 
 
