@@ -11,6 +11,7 @@
     envgym sandbox doctor                which code sandboxes work here
     envgym leaderboard serve --db lb.db  a leaderboard that replays what it is sent
     envgym submit results.json --server URL --token T
+    envgym train grpo --env envgym/FrozenLake-v0 --model tiny
 
 Each command group has its module here; this one builds the parser and runs
 the command. User errors (unknown id, bad arguments, an output path that
@@ -25,7 +26,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from envgym.cli import envs, evaluate, leaderboard, sandbox, search, serve, shop
+from envgym.cli import envs, evaluate, leaderboard, sandbox, search, serve, shop, train
 from envgym.cli.arguments import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
 from envgym.evaluation import EvaluationError, ResultsFileError
 from envgym.registry import EnvCreationError, register_envs
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_commands(sub)
     sandbox.add_commands(sub)
     leaderboard.add_commands(sub)
+    train.add_commands(sub)
     return parser
 
 

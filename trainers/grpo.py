@@ -1,0 +1,433 @@
+"""Multi-turn GRPO for envgym envs: GRPO, RLOO, GiGPO and turn-level advantages.
+
+One file, read top to bottom: the config, the policy's token log-probs, then
+the loop. Each step collects ``num_groups x group_size`` episodes through
+`TextVectorEnv` (a group's members play the same task), turns their rewards
+into per-turn advantages (``--estimator``), drops groups with nothing to
+compare, and takes a clipped policy-gradient step on the policy's tokens
+only (env tokens are masked out of the loss)::
+
+    python -m envgym.trainers.grpo --env envgym/FrozenLake-v0 --model tiny --steps 50
+    envgym train grpo --env envgym/Sokoban-v0 --model PATH --estimator gigpo --eval-every 10
+
+``--model tiny`` builds a small random model and tokenizer here (no
+download; `envgym.trainers.common.tiny`); any other value is a folder saved
+by ``save_pretrained`` with a chat template. The run folder (``--out-dir``)
+gets ``metrics.jsonl``, TensorBoard events, checkpoints (``--resume``
+continues the last one exactly) and, with ``--eval-every``, results files
+of held-out seeds that ``envgym submit`` and the leaderboard accept.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from envgym.trainers.common.advantages import ESTIMATORS, compute_advantages, zero_variance_groups
+from envgym.trainers.common.config import config_from_args, config_parser, option
+from envgym.trainers.common.rollout import Episode
+
+__all__ = ["GRPOConfig", "main", "policy_update", "token_logprobs", "train"]
+
+
+@dataclass
+class GRPOConfig:
+    """Multi-turn GRPO on an envgym env."""
+
+    env: str = option("envgym/FrozenLake-v0", "env id to train on")
+    difficulty: str = option("", "difficulty level ('' for the env's default)")
+    env_kwargs: dict = option({}, "more constructor kwargs as JSON, e.g. '{\"max_turns\": 6}'")
+    task_id: str = option(
+        "", "reset every episode to this task (e.g. a FrozenLake map 'SFF/FHF/FFG')"
+    )
+    model: str = option(
+        "tiny", "a folder saved by save_pretrained, or 'tiny' (a small random model)"
+    )
+    estimator: str = option("grpo", "advantage estimator", ESTIMATORS)
+    steps: int = option(100, "policy updates to run")
+    num_groups: int = option(8, "tasks per step")
+    group_size: int = option(8, "episodes per task (the group the advantages compare within)")
+    learning_rate: float = option(1e-4, "AdamW learning rate")
+    max_grad_norm: float = option(1.0, "clip the gradient's norm to this (0: no clipping)")
+    clip_low: float = option(0.2, "PPO clip below: ratio >= 1 - clip_low")
+    clip_high: float = option(0.2, "PPO clip above: ratio <= 1 + clip_high (DAPO raises it)")
+    kl_coef: float = option(0.0, "weight of the KL to the starting model (0: no reference model)")
+    gamma: float = option(0.95, "turn discount for gigpo and turn (GiGPO uses 0.95)")
+    step_weight: float = option(1.0, "gigpo: weight of the step-level advantage")
+    scale_by_std: bool = option(True, "divide group-relative advantages by the group's std")
+    drop_zero_variance: bool = option(True, "drop groups whose advantages are all zero")
+    loss_agg: str = option("token-mean", "loss aggregation", ("token-mean", "sequence-mean"))
+    update_epochs: int = option(1, "passes over each batch")
+    minibatches: int = option(1, "optimizer steps per pass")
+    micro_batch_size: int = option(16, "episodes per forward pass (memory, not maths)")
+    temperature: float = option(1.0, "sampling temperature (log-probs use the same)")
+    top_p: float = option(1.0, "nucleus sampling's mass")
+    max_new_tokens: int = option(64, "longest reply, in tokens")
+    system_prompt: bool = option(True, "start each chat with the env's system prompt")
+    warmup_steps: int = option(0, "format warm-up: supervised steps on random valid replies first")
+    warmup_learning_rate: float = option(1e-3, "learning rate of the format warm-up")
+    seed: int = option(0, "seed of torch, the tasks (step s plays seeds seed + s*num_groups + g)")
+    workers: str = option("sync", "vector env workers", ("sync", "subprocess"))
+    device: str = option("", "torch device ('' takes cuda when there is one)")
+    torch_threads: int = option(0, "CPU threads torch may use (0: torch's default)")
+    out_dir: str = option("", "run folder ('' makes runs/grpo-<env>-<time>)")
+    save_every: int = option(0, "checkpoint every N steps (0: only at the end)")
+    resume: bool = option(False, "continue the run in --out-dir from its last checkpoint")
+    eval_every: int = option(0, "evaluate on held-out seeds every N steps (0: never)")
+    eval_episodes: int = option(32, "episodes per evaluation")
+    eval_seed: int = option(1_000_000, "first seed of the held-out evaluation episodes")
+    tensorboard: bool = option(True, "write TensorBoard event files too")
+    progress: bool = option(True, "show a live progress display")
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.steps < 1 or self.num_groups < 1 or self.group_size < 1:
+            problems.append("--steps, --num-groups and --group-size must be >= 1")
+        if self.update_epochs < 1 or self.minibatches < 1 or self.micro_batch_size < 1:
+            problems.append("--update-epochs, --minibatches and --micro-batch-size must be >= 1")
+        if self.minibatches > self.num_groups * self.group_size:
+            problems.append("--minibatches cannot exceed the episodes per step")
+        if self.seed + self.steps * self.num_groups > self.eval_seed and self.eval_every:
+            problems.append("training seeds would reach --eval-seed; raise --eval-seed")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def env_source(self) -> tuple[str, dict[str, Any]]:
+        kwargs = dict(self.env_kwargs)
+        if self.difficulty:
+            kwargs["difficulty"] = self.difficulty
+        return self.env, kwargs
+
+
+def token_logprobs(model: Any, ids: Any, attention: Any, temperature: float) -> tuple[Any, Any]:
+    """Per-token log-prob of each token given the ones before it, and the
+    entropy there; both ``[batch, len - 1]`` (position t scores token t + 1)."""
+    import torch
+
+    logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
+    if temperature > 0:
+        logits = logits / temperature
+    logp_all = torch.log_softmax(logits, dim=-1)
+    logp = logp_all.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    return logp, entropy
+
+
+def _pad(episodes: Sequence[Episode], advantages: Sequence[np.ndarray], pad_id: int) -> dict:
+    """Right-padded tensors of a batch: ids, attention, the loss mask and the
+    per-token advantage (each turn's advantage on its span), shifted to the
+    positions that score them."""
+    import torch
+
+    width = max(len(e.tokens.ids) for e in episodes)
+    ids = torch.full((len(episodes), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(episodes), width), dtype=torch.long)
+    mask = torch.zeros((len(episodes), width), dtype=torch.float32)
+    adv = torch.zeros((len(episodes), width), dtype=torch.float32)
+    for row, (e, a) in enumerate(zip(episodes, advantages, strict=True)):
+        n = len(e.tokens.ids)
+        ids[row, :n] = torch.tensor(e.tokens.ids)
+        attention[row, :n] = 1
+        mask[row, :n] = torch.tensor(e.tokens.loss_mask, dtype=torch.float32)
+        for (start, end), value in zip(e.tokens.spans, a, strict=True):
+            adv[row, start:end] = float(value)
+    return {"ids": ids, "attention": attention, "mask": mask[:, 1:], "adv": adv[:, 1:]}
+
+
+def policy_update(
+    model: Any,
+    optimizer: Any,
+    episodes: Sequence[Episode],
+    advantages: Sequence[np.ndarray],
+    config: GRPOConfig,
+    pad_id: int,
+    ref_model: Any = None,
+) -> dict[str, float]:
+    """The clipped policy-gradient update on one batch; returns its losses."""
+    import torch
+
+    device = next(model.parameters()).device
+    micro = [
+        range(i, min(i + config.micro_batch_size, len(episodes)))
+        for i in range(0, len(episodes), config.micro_batch_size)
+    ]
+    batches = [_pad([episodes[k] for k in m], [advantages[k] for k in m], pad_id) for m in micro]
+    batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
+    # Log-probs of the sampling policy (and the reference) before any change.
+    with torch.no_grad():
+        for b in batches:
+            b["old"] = token_logprobs(model, b["ids"], b["attention"], config.temperature)[0]
+            if ref_model is not None:
+                b["ref"] = token_logprobs(ref_model, b["ids"], b["attention"], config.temperature)[
+                    0
+                ]
+    stats = {
+        "losses/policy": 0.0,
+        "losses/kl": 0.0,
+        "losses/entropy": 0.0,
+        "losses/clip_fraction": 0.0,
+    }
+    tokens_total = sum(float(b["mask"].sum()) for b in batches)
+    per_minibatch = -(-len(batches) // config.minibatches)
+    for _ in range(config.update_epochs):
+        for first in range(0, len(batches), per_minibatch):
+            group = batches[first : first + per_minibatch]
+            tokens = sum(float(b["mask"].sum()) for b in group)
+            sequences = sum(b["ids"].shape[0] for b in group)
+            optimizer.zero_grad(set_to_none=True)
+            for b in group:
+                logp, entropy = token_logprobs(model, b["ids"], b["attention"], config.temperature)
+                ratio = torch.exp(logp - b["old"])
+                clipped = torch.clamp(ratio, 1 - config.clip_low, 1 + config.clip_high)
+                loss_tok = -torch.min(ratio * b["adv"], clipped * b["adv"])
+                kl_tok = torch.zeros_like(logp)
+                if ref_model is not None:  # k3: an unbiased, always positive KL estimate
+                    delta = b["ref"] - logp
+                    kl_tok = torch.exp(delta) - delta - 1
+                    loss_tok = loss_tok + config.kl_coef * kl_tok
+                mask = b["mask"]
+                if config.loss_agg == "token-mean":  # every token of the minibatch weighs the same
+                    loss = (loss_tok * mask).sum() / max(tokens, 1.0)
+                else:  # each episode weighs the same, its tokens averaged first
+                    per_seq = (loss_tok * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+                    loss = per_seq.sum() / sequences
+                loss.backward()
+                with torch.no_grad():
+                    share = float(mask.sum()) / max(tokens_total, 1.0) / config.update_epochs
+                    stats["losses/policy"] += (
+                        float((loss_tok * mask).sum() / mask.sum().clamp(min=1)) * share
+                    )
+                    stats["losses/kl"] += (
+                        float((kl_tok * mask).sum() / mask.sum().clamp(min=1)) * share
+                    )
+                    stats["losses/entropy"] += (
+                        float((entropy * mask).sum() / mask.sum().clamp(min=1)) * share
+                    )
+                    outside = ((ratio - clipped).abs() > 0).float()
+                    stats["losses/clip_fraction"] += (
+                        float((outside * mask).sum() / mask.sum().clamp(min=1)) * share
+                    )
+            if config.max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+            optimizer.step()
+    return stats
+
+
+def load_policy(config: GRPOConfig, device: str) -> tuple[Any, Any]:
+    """(model in train mode on ``device``, tokenizer) named by ``config.model``."""
+    if config.model == "tiny":
+        from envgym.trainers.common.tiny import build_tiny_model
+
+        model, tokenizer = build_tiny_model(seed=config.seed)
+    else:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if not Path(config.model).is_dir():
+            raise FileNotFoundError(
+                f"--model {config.model}: no such folder; pass a folder saved by save_pretrained "
+                "(model and tokenizer with a chat template) or 'tiny'"
+            )
+        tokenizer = AutoTokenizer.from_pretrained(config.model)
+        model = AutoModelForCausalLM.from_pretrained(config.model)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model.to(device).train(), tokenizer
+
+
+def train(config: GRPOConfig) -> dict[str, Any]:
+    """Run ``config``; returns the summary (final success rate, return, paths)."""
+    import gymnasium as gym
+    import torch
+
+    from envgym.trainers.common.checkpoint import (
+        latest_checkpoint,
+        load_checkpoint,
+        load_weights,
+        save_checkpoint,
+    )
+    from envgym.trainers.common.evaluation import evaluate_checkpoint
+    from envgym.trainers.common.generation import SamplingParams, TransformersBackend
+    from envgym.trainers.common.progress import TrainProgress
+    from envgym.trainers.common.rollout import collect_rollouts
+    from envgym.trainers.common.run_log import RunLog
+    from envgym.trainers.common.tokenization import ChatTokenizer
+    from envgym.trainers.common.warmup import format_warmup
+    from envgym.vector import TextVectorEnv
+
+    device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    out_dir = Path(
+        config.out_dir or f"runs/grpo-{config.env.split('/')[-1]}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
+    checkpoints = out_dir / "checkpoints"
+    resume_from = latest_checkpoint(checkpoints) if config.resume else None
+    if config.resume and resume_from is None:
+        raise FileNotFoundError(f"--resume: no checkpoint in {checkpoints}; start without --resume")
+    if config.torch_threads:
+        torch.set_num_threads(config.torch_threads)
+    random.seed(config.seed)
+    np.random.seed(config.seed)
+    torch.manual_seed(config.seed)
+    model, tokenizer = load_policy(config, device)
+    chat = ChatTokenizer(tokenizer)
+    backend = TransformersBackend(model, tokenizer.pad_token_id, chat.stop_token_ids)
+    params = SamplingParams(config.temperature, config.top_p, 0, config.max_new_tokens)
+    env_id, env_kwargs = config.env_source()
+    options = {"task_id": config.task_id} if config.task_id else None
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
+    start = 0
+    if resume_from is not None:
+        start = load_checkpoint(resume_from, model=model, optimizer=optimizer)["step"]
+    elif config.warmup_steps:
+        format_warmup(
+            model,
+            chat,
+            lambda: gym.make(env_id, **env_kwargs),
+            steps=config.warmup_steps,
+            learning_rate=config.warmup_learning_rate,
+            seed=config.seed + 10**8,
+            options=options,
+            system_prompt=config.system_prompt,
+        )
+    config_dict = dataclasses.asdict(config)
+    ref_model = None
+    if config.kl_coef > 0:  # the policy RL starts from, warm-up included, kept beside the run
+        reference = checkpoints / "reference"
+        if resume_from is None:
+            model.save_pretrained(reference)
+        ref_model = copy.deepcopy(model).eval()
+        load_weights(reference, ref_model)
+    envs = TextVectorEnv(
+        (env_id, env_kwargs),
+        num_envs=config.num_groups * config.group_size,
+        group_size=config.group_size,
+        workers=config.workers,
+    )
+    history: list[dict[str, float]] = []
+    evals: list[Path] = []
+    run_log = RunLog(
+        out_dir,
+        tensorboard=config.tensorboard,
+        config=config_dict,
+        resume_step=start if resume_from is not None else None,
+    )
+    with envs, run_log, TrainProgress(config.steps, start, enabled=config.progress) as progress:
+        for step in range(start, config.steps):
+            t_step = time.perf_counter()
+            episodes, times = collect_rollouts(
+                envs,
+                backend,
+                chat,
+                params,
+                seed=config.seed + step * config.num_groups,
+                options=options,
+                system_prompt=config.system_prompt,
+            )
+            played = episodes
+            episodes = [
+                e for e in episodes if e.error is None
+            ]  # a crashed env's episode says nothing
+            advantages = compute_advantages(
+                [e.group for e in episodes],
+                [e.rewards for e in episodes],
+                [e.state_keys for e in episodes],
+                estimator=config.estimator,
+                gamma=config.gamma,
+                step_weight=config.step_weight,
+                scale_by_std=config.scale_by_std,
+            )
+            dropped: set[int] = set()
+            if config.drop_zero_variance:
+                dropped = zero_variance_groups([e.group for e in episodes], advantages)
+            kept = [k for k, e in enumerate(episodes) if e.group not in dropped]
+            t_update = time.perf_counter()
+            losses = {}
+            if kept:
+                losses = policy_update(
+                    model,
+                    optimizer,
+                    [episodes[k] for k in kept],
+                    [advantages[k] for k in kept],
+                    config,
+                    tokenizer.pad_token_id,
+                    ref_model,
+                )
+            backend.sync_weights(model)
+            update_s = time.perf_counter() - t_update
+            step_s = time.perf_counter() - t_step
+            metrics = {
+                "charts/success_rate": float(np.mean([e.success for e in played])),
+                "charts/episodic_return": float(np.mean([e.episode_return for e in played])),
+                "charts/episode_turns": float(np.mean([len(e.turns) for e in played])),
+                "charts/learning_rate": config.learning_rate,
+                **losses,
+                "rollout/tokens_per_s": times.generated_tokens / max(times.generation_s, 1e-9),
+                "rollout/generation_s": times.generation_s,
+                "rollout/env_s": times.env_s,
+                "rollout/tokenization_s": times.tokenization_s,
+                "update/update_s": update_s,
+                "update/dropped_groups": float(len(dropped)),
+                "update/trained_episodes": float(len(kept)),
+                "time/step_s": step_s,
+            }
+            done = step + 1
+            if (
+                (config.save_every and done % config.save_every == 0)
+                or done == config.steps
+                or (config.eval_every and done % config.eval_every == 0)
+            ):
+                path = save_checkpoint(
+                    checkpoints,
+                    step=done,
+                    model=model,
+                    tokenizer=tokenizer,
+                    optimizer=optimizer,
+                    config=config_dict,
+                )
+                if config.eval_every and (done % config.eval_every == 0 or done == config.steps):
+                    results, results_path = evaluate_checkpoint(
+                        path, config, out_dir / "eval" / f"step_{done:06d}.json", device
+                    )
+                    evals.append(results_path)
+                    metrics["eval/success_rate"] = results["summary"]["success_rate"]
+                    metrics["eval/mean_return"] = results["summary"]["mean_return"]
+            run_log.log(done, metrics)
+            history.append(metrics)
+            progress.update(done, metrics)
+    summary = {
+        "out_dir": str(out_dir),
+        "steps": config.steps,
+        "success_rate": history[-1]["charts/success_rate"] if history else None,
+        "episodic_return": history[-1]["charts/episodic_return"] if history else None,
+        "eval_results": [str(p) for p in evals],
+        "checkpoint": str(latest_checkpoint(checkpoints)),
+    }
+    return summary
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m envgym.trainers.grpo``: parse the options, train, print the summary."""
+    from envgym.trainers.common.progress import print_summary
+
+    parser = config_parser(GRPOConfig)
+    parser.prog = "python -m envgym.trainers.grpo"
+    args = parser.parse_args(argv)
+    try:
+        config = config_from_args(GRPOConfig, args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    summary = train(config)
+    print_summary("GRPO", summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
