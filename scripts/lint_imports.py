@@ -1,9 +1,10 @@
 """Check that envgym's imports point one way (the layers in pyproject.toml).
 
-import-linter reads a package from its folder, and envgym.envs lives in the
-top-level envs/ folder (a package-dir mapping), so this copies envgym/ and
-envs/ into one tree under a temporary folder, as the wheel lays them out, and
-runs the contracts there. Exit status 0 when every contract holds.
+import-linter reads a package from its folder, and envgym.envs,
+envgym.trainers and envgym.leaderboard live in the top-level envs/,
+trainers/ and leaderboard/ folders (a package-dir mapping), so this copies
+them and envgym/ into one tree under a temporary folder, as the wheel lays
+them out, and runs the contracts there. Exit status 0 when every contract holds.
 
     python scripts/lint_imports.py
 """
@@ -20,11 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def assemble(dest: Path, root: Path = ROOT) -> Path:
-    """Copy the Python files of envgym/ and envs/ into ``dest``/envgym."""
+    """Copy the Python files of envgym/ and the mapped folders into ``dest``/envgym."""
     package = dest / "envgym"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
     shutil.copytree(root / "envgym", package, ignore=ignore)
-    shutil.copytree(root / "envs", package / "envs", ignore=ignore)
+    for folder in ("envs", "trainers", "leaderboard"):
+        shutil.copytree(root / folder, package / folder, ignore=ignore)
     return package
 
 

@@ -33,6 +33,8 @@ def test_imports_point_down_the_layers(tmp_path):
         ("core.py", "envgym.vector", "from envgym.vector import make_vec\n"),
         ("sandbox/base.py", "envgym.core", "import envgym.core\n"),
         ("parsing.py", "envgym.registry", "def f():\n    from envgym.registry import get_spec\n"),
+        ("trainers/grpo.py", "envgym.cli", "from envgym.cli import main\n"),
+        ("evaluation/runner.py", "envgym.trainers", "import envgym.trainers.grpo\n"),
     ],
 )
 def test_a_forbidden_import_fails_the_check(tmp_path, module, forbidden, line):
@@ -49,7 +51,7 @@ def test_a_forbidden_import_fails_the_check(tmp_path, module, forbidden, line):
 def _modules() -> list[Path]:
     return sorted(
         path
-        for folder in ("envgym", "envs")
+        for folder in ("envgym", "envs", "trainers", "leaderboard")
         for path in (ROOT / folder).rglob("*.py")
         if "__pycache__" not in path.parts
     )
