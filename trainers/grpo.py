@@ -248,6 +248,7 @@ def train(config: GRPOConfig) -> dict[str, Any]:
     import gymnasium as gym
     import torch
 
+    from envgym.evaluation.inputs import make_evaluation_env
     from envgym.trainers.common.checkpoint import (
         latest_checkpoint,
         load_checkpoint,
@@ -263,12 +264,19 @@ def train(config: GRPOConfig) -> dict[str, Any]:
     from envgym.trainers.common.warmup import format_warmup
     from envgym.vector import TextVectorEnv
 
+    env_id, env_kwargs = config.env_source()
+    make_evaluation_env(env_id, env_kwargs).close()  # an unknown id or bad kwargs fail here
     device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
     out_dir = Path(
         config.out_dir or f"runs/grpo-{config.env.split('/')[-1]}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
     checkpoints = out_dir / "checkpoints"
     resume_from = latest_checkpoint(checkpoints) if config.resume else None
+    if not config.resume and (out_dir / "metrics.jsonl").exists():
+        raise FileExistsError(
+            f"{out_dir} already holds a run; pass --resume to continue it from its last "
+            "checkpoint, or choose another --out-dir"
+        )
     if config.resume and resume_from is None:
         raise FileNotFoundError(f"--resume: no checkpoint in {checkpoints}; start without --resume")
     if config.torch_threads:
@@ -280,7 +288,6 @@ def train(config: GRPOConfig) -> dict[str, Any]:
     chat = ChatTokenizer(tokenizer)
     backend = TransformersBackend(model, tokenizer.pad_token_id, chat.stop_token_ids)
     params = SamplingParams(config.temperature, config.top_p, 0, config.max_new_tokens)
-    env_id, env_kwargs = config.env_source()
     options = {"task_id": config.task_id} if config.task_id else None
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
     start = 0
@@ -421,10 +428,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.prog = "python -m envgym.trainers.grpo"
     args = parser.parse_args(argv)
     try:
-        config = config_from_args(GRPOConfig, args)
-    except ValueError as exc:
-        parser.error(str(exc))
-    summary = train(config)
+        summary = train(config_from_args(GRPOConfig, args))
+    except KeyError as exc:  # an unknown env id, with the registry's suggestions
+        parser.exit(2, f"{parser.prog}: error: {exc.args[0]}\n")
+    except (ValueError, FileNotFoundError, FileExistsError) as exc:  # bad options, data, paths
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
     print_summary("GRPO", summary)
     return 0
 

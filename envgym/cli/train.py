@@ -51,6 +51,8 @@ def _grpo(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     try:
         summary = train(config)
+    except KeyError as exc:  # an unknown env id, with the registry's suggestions
+        raise UserError(exc.args[0]) from None
     except (FileNotFoundError, FileExistsError) as exc:
         raise UserError(str(exc)) from None
     print_summary("GRPO", summary)
