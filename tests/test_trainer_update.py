@@ -93,7 +93,9 @@ def test_the_update_follows_the_advantage_on_the_policys_tokens_only(tiny, loss_
     still = copy.deepcopy(model)
     optimizer = torch.optim.AdamW(still.parameters(), lr=1e-2, weight_decay=0.0)
     policy_update(still, optimizer, [good, bad], [[0.0], [0.0]], config, 0)
-    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), still.parameters()))
+    assert all(
+        torch.equal(a, b) for a, b in zip(model.parameters(), still.parameters(), strict=True)
+    )
 
 
 @pytest.mark.parametrize("estimator", ["grpo", "rloo", "gigpo", "turn"])

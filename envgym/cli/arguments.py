@@ -70,17 +70,6 @@ def non_negative_float(text: str) -> float:
     return value
 
 
-def json_object(text: str) -> dict[str, Any]:
-    """An argparse type: one JSON object, e.g. ``{"difficulty": "hard"}``."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
-    return value
-
-
 def add_env_options(parser: argparse.ArgumentParser) -> None:
     """``--difficulty`` and ``--kwarg``, read back by `env_kwargs`."""
     parser.add_argument(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from envgym.arguments import json_object
 from envgym.cli.arguments import (
     EXIT_OK,
     ID_HELP,
@@ -13,7 +14,6 @@ from envgym.cli.arguments import (
     add_env_options,
     env_kwargs,
     int_at_least,
-    json_object,
     non_negative_float,
     port,
     positive_int,

@@ -16,6 +16,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from envgym.arguments import json_object
+
 __all__ = ["config_from_args", "config_parser", "option"]
 
 C = TypeVar("C")
@@ -30,18 +32,6 @@ def option(default: Any, help: str, choices: Sequence[Any] | None = None) -> Any
             default_factory=lambda: json.loads(json.dumps(default)), metadata=metadata
         )
     return dataclasses.field(default=default, metadata=metadata)
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not JSON ({exc.msg}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(
-            f'expected a JSON object like {{"max_turns": 6}}, got {text!r}'
-        )
-    return value
 
 
 def config_parser(
@@ -61,7 +51,7 @@ def config_parser(
             )
             continue
         if isinstance(default, dict):
-            kwargs["type"] = _json_object
+            kwargs["type"] = json_object
             kwargs["metavar"] = "JSON"
         elif isinstance(default, int | float | str):
             kwargs["type"] = type(default)
