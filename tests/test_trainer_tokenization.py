@@ -126,6 +126,23 @@ def test_an_episode_is_the_chat_templates_rendering_of_its_conversation(tiny, wa
             assert (tokens.ids[end - 1] in chat.stop_token_ids) == turn.stopped
 
 
+def test_an_episode_that_would_overflow_the_context_ends_truncated(tiny):
+    model, tokenizer = tiny
+    chat = ChatTokenizer(tokenizer)
+    backend = TransformersBackend(model, tokenizer.pad_token_id, chat.stop_token_ids)
+    params = SamplingParams(max_new_tokens=10)
+    with TextVectorEnv(env_fns=[guess_number]) as envs:
+        (whole,), _ = collect_rollouts(envs, backend, chat, params, seed=0)
+        first_prompt = whole.tokens.spans[0][0]
+        # Room for the first reply, not for the second prompt and its reply.
+        (episode,), _ = collect_rollouts(
+            envs, backend, chat, params, seed=0, max_tokens=first_prompt + 20
+        )
+    assert episode.context_full and episode.truncated and not episode.terminated
+    assert len(episode.turns) == 1
+    assert len(episode.tokens.ids) + params.max_new_tokens > first_prompt + 20
+
+
 def test_a_template_that_rewrites_earlier_turns_is_refused():
     tok = build_tiny_model(seed=1)[1]
     # Shows only the last user message, so the conversation does not grow by appending.

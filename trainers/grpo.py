@@ -72,6 +72,9 @@ class GRPOConfig:
     temperature: float = option(1.0, "sampling temperature (log-probs use the same)")
     top_p: float = option(1.0, "nucleus sampling's mass")
     max_new_tokens: int = option(64, "longest reply, in tokens")
+    max_context: int = option(
+        0, "end an episode whose prompt would pass this many tokens (0: the model's limit)"
+    )
     system_prompt: bool = option(True, "start each chat with the env's system prompt")
     warmup_steps: int = option(0, "format warm-up: supervised steps on random valid replies first")
     warmup_learning_rate: float = option(1e-3, "learning rate of the format warm-up")
@@ -162,10 +165,13 @@ def policy_update(
     ]
     batches = [_pad([episodes[k] for k in m], [advantages[k] for k in m], pad_id) for m in micro]
     batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
-    # Log-probs of the sampling policy (and the reference) before any change.
+    # Log-probs of the sampling policy (and the reference) before any change. One
+    # optimizer step per batch needs no extra pass: the ratio is 1 (old = current).
+    single_pass = config.update_epochs == 1 and config.minibatches == 1
     with torch.no_grad():
         for b in batches:
-            b["old"] = token_logprobs(model, b["ids"], b["attention"], config.temperature)[0]
+            if not single_pass:
+                b["old"] = token_logprobs(model, b["ids"], b["attention"], config.temperature)[0]
             if ref_model is not None:
                 b["ref"] = token_logprobs(ref_model, b["ids"], b["attention"], config.temperature)[
                     0
@@ -186,7 +192,7 @@ def policy_update(
             optimizer.zero_grad(set_to_none=True)
             for b in group:
                 logp, entropy = token_logprobs(model, b["ids"], b["attention"], config.temperature)
-                ratio = torch.exp(logp - b["old"])
+                ratio = torch.exp(logp - (logp.detach() if single_pass else b["old"]))
                 clipped = torch.clamp(ratio, 1 - config.clip_low, 1 + config.clip_high)
                 loss_tok = -torch.min(ratio * b["adv"], clipped * b["adv"])
                 kl_tok = torch.zeros_like(logp)
@@ -289,6 +295,7 @@ def train(config: GRPOConfig) -> dict[str, Any]:
     backend = TransformersBackend(model, tokenizer.pad_token_id, chat.stop_token_ids)
     params = SamplingParams(config.temperature, config.top_p, 0, config.max_new_tokens)
     options = {"task_id": config.task_id} if config.task_id else None
+    max_context = config.max_context or getattr(model.config, "max_position_embeddings", None)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
     start = 0
     if resume_from is not None:
@@ -337,6 +344,7 @@ def train(config: GRPOConfig) -> dict[str, Any]:
                 seed=config.seed + step * config.num_groups,
                 options=options,
                 system_prompt=config.system_prompt,
+                max_tokens=max_context,
             )
             played = episodes
             episodes = [
@@ -383,6 +391,7 @@ def train(config: GRPOConfig) -> dict[str, Any]:
                 "update/update_s": update_s,
                 "update/dropped_groups": float(len(dropped)),
                 "update/trained_episodes": float(len(kept)),
+                "rollout/context_full": float(sum(e.context_full for e in played)),
                 "time/step_s": step_s,
             }
             done = step + 1

@@ -7,7 +7,8 @@ then, turn after turn, asks the generation backend for a reply for every
 episode still running, steps the envs with those replies and tokenizes the
 env's answers (`envgym.trainers.common.tokenization`). An env whose episode
 has ended idles (it is sent an empty reply, and what it plays next is thrown
-away) until every episode of the batch is over.
+away) until every episode of the batch is over. An episode whose next
+prompt would not fit the model's context ends there, truncated.
 
 Each `Episode` keeps its group, seed and task, per turn the observation, the
 reply the env received, the reward and the ``state_key`` of the state the
@@ -56,6 +57,7 @@ class Episode:
     terminated: bool = False
     truncated: bool = False
     error: str | None = None  # set when the env failed mid-episode (drop the episode)
+    context_full: bool = False  # ended because the next prompt would not fit the model
 
     @property
     def rewards(self) -> list[float]:
@@ -112,6 +114,7 @@ def collect_rollouts(
     seed: int,
     options: dict[str, Any] | None = None,
     system_prompt: bool = True,
+    max_tokens: int | None = None,
 ) -> tuple[list[Episode], RolloutTimes]:
     """Play one episode in each env of ``envs`` with the policy behind ``backend``.
 
@@ -123,6 +126,8 @@ def collect_rollouts(
         seed: group ``g`` plays the task of seed ``seed + g``.
         options: reset options for every env (e.g. ``{"task_id": ...}``).
         system_prompt: start each chat with the env's ``info["system_prompt"]``.
+        max_tokens: the model's context: an episode whose next prompt plus a
+            whole reply would not fit ends there, truncated (``context_full``).
 
     Returns:
         The episodes, in env order, and where the time went.
@@ -152,6 +157,13 @@ def collect_rollouts(
     times.tokenization_s += time.perf_counter() - t0
     live = list(range(n))
     while live:
+        if max_tokens is not None:
+            for i in live:
+                if len(episodes[i].tokens.ids) + params.max_new_tokens > max_tokens:
+                    episodes[i].truncated = episodes[i].context_full = True
+            live = [i for i in live if not episodes[i].context_full]
+            if not live:
+                break
         t0 = time.perf_counter()
         replies_ids = backend.generate([episodes[i].tokens.ids for i in live], params)
         times.generation_s += time.perf_counter() - t0

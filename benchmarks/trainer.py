@@ -1,0 +1,220 @@
+"""Where a step of the reference GRPO trainer spends its time, by env.
+
+Each row runs the real trainer (`envgym.trainers.grpo.train`) for a few
+steps and reads back what it logged per step in ``metrics.jsonl``: seconds
+generating replies, in env reset/step, tokenizing, and in the policy update
+(``rollout/generation_s``, ``rollout/env_s``, ``rollout/tokenization_s``,
+``update/update_s``), the whole step (``time/step_s``) and generated tokens
+per second of generation time. Each number is the median over the steps
+after the first, which pays warm-up costs (allocations, lazy imports). The
+env's share of the step is env seconds over step seconds, both measured in
+the same step, so it holds on a noisy machine.
+
+Every step plays ``num_groups x group_size`` episodes of at most
+``--max-turns`` turns. Groups whose rewards are all equal (every group of a
+random policy) are kept, so the update runs with the work of a real one.
+
+CPU section: the trainer's random tiny Llama (`--model tiny`), one torch
+thread. GPU section, only where CUDA is available: a randomly initialised
+model of Qwen2-0.5B's shape (bf16 where supported) over the tiny tokenizer,
+on FrozenLake and Sokoban with 64-token replies; there the env's share
+should stay under 1%.
+
+    python benchmarks/trainer.py                     # CPU: FrozenLake, Sokoban, Household
+    python benchmarks/trainer.py --envs envgym/Sokoban-v0 --steps 4 --json trainer.json
+    python benchmarks/trainer.py --gpu-steps 6       # GPU section with more steps
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+import envgym
+from envgym.cli.output import print_table, stdout_console
+from envgym.trainers.common.run_log import read_metrics
+from envgym.trainers.grpo import GRPOConfig, train
+
+CPU_ENVS = ("envgym/FrozenLake-v0", "envgym/Sokoban-v0", "envgym/Household-v0")
+GPU_ENVS = ("envgym/FrozenLake-v0", "envgym/Sokoban-v0")
+
+#: Table column -> metrics.jsonl key (the share is computed per step).
+COLUMNS = {
+    "generation s": "rollout/generation_s",
+    "env s": "rollout/env_s",
+    "tokenization s": "rollout/tokenization_s",
+    "update s": "update/update_s",
+    "step s": "time/step_s",
+}
+HEADERS = ["env", *COLUMNS, "env share of step", "generated tokens/s"]
+
+
+def measure(env_id: str, **overrides: Any) -> dict[str, float]:
+    """Train on `env_id` for a few steps (``overrides`` go to `GRPOConfig`) and
+    return the median of each timing over the steps after the first."""
+    with tempfile.TemporaryDirectory() as out_dir:
+        config = GRPOConfig(
+            env=env_id,
+            out_dir=out_dir,
+            progress=False,
+            tensorboard=False,
+            warmup_steps=0,
+            drop_zero_variance=False,  # a random policy's groups all tie; update them anyway
+            **overrides,
+        )
+        train(config)
+        steps = read_metrics(out_dir)[1:]
+    if not steps:
+        raise ValueError("--steps must be at least 2: the first step is left out as warm-up")
+    row = {key: statistics.median(s[key] for s in steps) for key in COLUMNS.values()}
+    row["env_share_pct"] = statistics.median(
+        100 * s["rollout/env_s"] / s["time/step_s"] for s in steps
+    )
+    row["tokens_per_s"] = statistics.median(s["rollout/tokens_per_s"] for s in steps)
+    row["episode_turns"] = statistics.median(s["charts/episode_turns"] for s in steps)
+    row["measured_steps"] = len(steps)
+    return row
+
+
+def section(
+    console: Console, title: str, env_ids: list[str], **overrides: Any
+) -> list[dict[str, Any]]:
+    """Measure every env of a section and print its table."""
+    records = []
+    for env_id in env_ids:
+        if not console.is_terminal:  # a pipe gets no spinner: say what runs
+            print(f"training on {env_id} ...", flush=True)
+        with console.status(f"{title}: training on {env_id} ...", spinner="dots"):
+            records.append({"env": env_id, **measure(env_id, **overrides)})
+    cells = [
+        [
+            r["env"],
+            *(f"{r[key]:.3f}" for key in COLUMNS.values()),
+            f"{r['env_share_pct']:.2f}%",
+            f"{r['tokens_per_s']:,.0f}",
+        ]
+        for r in records
+    ]
+    console.print(f"\n{title}")
+    print_table(HEADERS, cells, right=HEADERS[1:], console=console)
+    return records
+
+
+def build_qwen2_shaped_model(folder: Path, num_layers: int = 24) -> str:
+    """Save a random model of Qwen2-0.5B's shape (its 151,936-row embedding
+    included) with the tiny tokenizer in `folder`; returns the dtype saved."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from envgym.trainers.common.tiny import build_tiny_tokenizer
+
+    tokenizer = build_tiny_tokenizer()
+    config = Qwen2Config(
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=num_layers,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        vocab_size=151936,
+        max_position_embeddings=32768,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+    )
+    cuda = torch.cuda.is_available()
+    dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
+    torch.manual_seed(0)
+    with torch.device("cuda" if cuda else "cpu"):  # initialising 0.5B floats is slow on a CPU
+        model = Qwen2ForCausalLM(config).to(dtype)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    del model
+    return str(dtype).removeprefix("torch.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--envs", nargs="+", help=f"CPU section's env ids (default: {CPU_ENVS})")
+    parser.add_argument("--steps", type=int, default=6, help="trainer steps per env (CPU)")
+    parser.add_argument("--max-turns", type=int, default=4, help="turn limit (0: env's default)")
+    parser.add_argument("--num-groups", type=int, default=4, help="tasks per step")
+    parser.add_argument("--group-size", type=int, default=8, help="episodes per task")
+    parser.add_argument("--max-new-tokens", type=int, default=24, help="reply length (CPU)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (CPU section)")
+    parser.add_argument("--gpu-steps", type=int, default=4, help="trainer steps per env (GPU)")
+    parser.add_argument("--no-gpu", action="store_true", help="skip the GPU section")
+    parser.add_argument("--json", help="also write the numbers to this file")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    known = {spec.id for spec in envgym.list_envs()}
+    env_ids = args.envs or list(CPU_ENVS)
+    unknown = [e for e in env_ids if e not in known]
+    if unknown:
+        parser.error(f"unknown env ids {unknown}; `envgym list` shows the registered ones")
+    shared = {
+        "num_groups": args.num_groups,
+        "group_size": args.group_size,
+        "env_kwargs": {"max_turns": args.max_turns} if args.max_turns else {},
+    }
+    console = stdout_console()
+    console.print(
+        f"envgym {envgym.__version__}, torch {torch.__version__}, "
+        f"Python {platform.python_version()}, {platform.machine()}"
+    )
+    console.print(
+        f"{args.num_groups}x{args.group_size} episodes per step, at most "
+        f"{args.max_turns or 'the env default'} turns; medians over steps 2..N; "
+        "env share = env s / step s of the same step"
+    )
+    cpu = section(
+        console,
+        f"CPU, tiny model, {args.threads} torch thread(s), {args.steps} steps, "
+        f"{args.max_new_tokens}-token replies",
+        env_ids,
+        model="tiny",
+        device="cpu",
+        torch_threads=args.threads,
+        steps=args.steps,
+        max_new_tokens=args.max_new_tokens,
+        **shared,
+    )
+    gpu = None
+    if args.no_gpu:
+        console.print("\nGPU section skipped (--no-gpu)")
+    elif not torch.cuda.is_available():
+        console.print("\nno CUDA GPU here: GPU section skipped")
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            with console.status("building a random Qwen2-0.5B-shaped model ...", spinner="dots"):
+                dtype = build_qwen2_shaped_model(Path(folder))
+            gpu = section(
+                console,
+                f"GPU ({torch.cuda.get_device_name()}), Qwen2-0.5B shape, random, {dtype}, "
+                f"{args.gpu_steps} steps, 64-token replies (target: env share under 1%)",
+                list(GPU_ENVS),
+                model=folder,
+                device="cuda",
+                steps=args.gpu_steps,
+                max_new_tokens=64,
+                **shared,
+            )
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"settings": vars(args), "cpu": cpu, "gpu": gpu}, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
