@@ -8,8 +8,6 @@ work, and a bad value is a ValueError that says what is allowed.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import numbers
 import reprlib
@@ -22,7 +20,6 @@ __all__ = [
     "check_int",
     "check_number",
     "check_setting",
-    "json_object",
     "setting",
     "short_repr",
 ]
@@ -87,17 +84,3 @@ def check_setting(preset_field: Any, value: Any) -> Any:
     if isinstance(low, int) and isinstance(high, int):
         return check_int(value, preset_field.name, low, high, meaning)
     return check_number(value, preset_field.name, low, high, meaning)
-
-
-def json_object(text: str) -> dict[str, Any]:
-    """An argparse type for env kwargs on a command line: one JSON object,
-    e.g. ``{"difficulty": "hard"}``."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(
-            f'expected a JSON object such as {{"max_turns": 6}}, got {text!r}'
-        )
-    return value

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from envgym.arguments import json_object
 from envgym.cli.arguments import (
     EXIT_OK,
     ID_HELP,
@@ -19,6 +18,7 @@ from envgym.cli.arguments import (
     positive_int,
     resolve_env_id,
 )
+from envgym.evaluation.inputs import json_object
 
 
 def add_commands(sub: Any) -> None:

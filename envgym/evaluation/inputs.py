@@ -2,11 +2,13 @@
 
 The env id and kwargs, the agent, the episode count and seed, and the output
 file or folder: each bad one raises `EvaluationError` saying what to fix, so a
-long evaluation never fails at its end for a typo at its start.
+long evaluation never fails at its end for a typo at its start. `json_object`
+reads env kwargs from a command line (``envgym serve``, the trainers).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import tempfile
@@ -22,6 +24,7 @@ from envgym.registry import EnvCreationError, get_spec, make_text_env
 __all__ = [
     "EvaluationError",
     "check_inputs",
+    "json_object",
     "make_evaluation_env",
     "prepare_output_dir",
     "prepare_output_path",
@@ -30,6 +33,20 @@ __all__ = [
 
 class EvaluationError(ValueError):
     """Bad input to an evaluation (env kwargs, agent, episode count, output path)."""
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """An argparse type for env kwargs on a command line: one JSON object,
+    e.g. ``{"difficulty": "hard"}``."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f'expected a JSON object such as {{"max_turns": 6}}, got {text!r}'
+        )
+    return value
 
 
 def make_evaluation_env(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> gym.Env:

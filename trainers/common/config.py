@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from envgym.arguments import json_object
+from envgym.evaluation.inputs import json_object
 
 __all__ = ["config_from_args", "config_parser", "option"]
 
