@@ -132,6 +132,17 @@ def test_resume_without_a_checkpoint_says_so(tmp_path):
         train(learning_config(tmp_path, steps=1, resume=True))
 
 
+def test_resume_with_other_options_is_refused_before_it_trains(tmp_path):
+    quick = dict(warmup_steps=0, num_groups=1, group_size=2)
+    train(learning_config(tmp_path, steps=1, **quick))
+    with pytest.raises(ValueError, match="--learning-rate differ"):
+        train(learning_config(tmp_path, steps=2, resume=True, learning_rate=0.5, **quick))
+    assert [r["step"] for r in read_metrics(tmp_path / "run")] == [1]
+    # More steps, another display: the same run, continued.
+    train(learning_config(tmp_path, steps=2, resume=True, progress=True, **quick))
+    assert [r["step"] for r in read_metrics(tmp_path / "run")] == [1, 2]
+
+
 def test_bad_options_are_refused_with_the_flag_to_change():
     with pytest.raises(ValueError, match="--steps"):
         GRPOConfig(steps=0)

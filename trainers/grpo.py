@@ -111,6 +111,24 @@ class GRPOConfig:
         return self.env, kwargs
 
 
+#: Options a resumed run may change without changing what it computes.
+RESUMABLE_CHANGES = frozenset(
+    {
+        "steps",
+        "resume",
+        "progress",
+        "tensorboard",
+        "save_every",
+        "eval_every",
+        "eval_episodes",
+        "device",
+        "torch_threads",
+        "workers",
+        "out_dir",
+    }
+)
+
+
 def token_logprobs(model: Any, ids: Any, attention: Any, temperature: float) -> tuple[Any, Any]:
     """Per-token log-prob of each token given the ones before it, and the
     entropy there; both ``[batch, len - 1]`` (position t scores token t + 1)."""
@@ -299,18 +317,32 @@ def train(config: GRPOConfig) -> dict[str, Any]:
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
     start = 0
     if resume_from is not None:
-        start = load_checkpoint(resume_from, model=model, optimizer=optimizer)["step"]
-    elif config.warmup_steps:
-        format_warmup(
-            model,
-            chat,
-            lambda: gym.make(env_id, **env_kwargs),
-            steps=config.warmup_steps,
-            learning_rate=config.warmup_learning_rate,
-            seed=config.seed + 10**8,
-            options=options,
-            system_prompt=config.system_prompt,
+        saved = load_checkpoint(resume_from, model=model, optimizer=optimizer)
+        changed = sorted(
+            k
+            for k, v in dataclasses.asdict(config).items()
+            if k not in RESUMABLE_CHANGES and saved["config"].get(k, v) != v
         )
+        if changed:  # a different run would not continue this one exactly
+            raise ValueError(
+                f"--resume: {', '.join('--' + k.replace('_', '-') for k in changed)} differ from "
+                f"the run in {out_dir} ({resume_from / 'config.json'}); resume with its "
+                "options, or start a new run in another --out-dir"
+            )
+        start = saved["step"]
+    elif config.warmup_steps:
+        with TrainProgress(config.warmup_steps, enabled=config.progress, label="warm-up") as bar:
+            format_warmup(
+                model,
+                chat,
+                lambda: gym.make(env_id, **env_kwargs),
+                steps=config.warmup_steps,
+                learning_rate=config.warmup_learning_rate,
+                seed=config.seed + 10**8,
+                options=options,
+                system_prompt=config.system_prompt,
+                on_step=lambda k, loss: bar.advance(k + 1, f"loss {loss:.3f}"),
+            )
     config_dict = dataclasses.asdict(config)
     ref_model = None
     if config.kl_coef > 0:  # the policy RL starts from, warm-up included, kept beside the run

@@ -14,11 +14,14 @@ __all__ = ["TrainProgress", "print_summary"]
 
 class TrainProgress:
     """A progress bar over the steps with the last step's success, return and
-    generation speed beside it. Disabled, it prints nothing."""
+    generation speed beside it (or, for the format warm-up, ``label="warm-up"``,
+    its loss). Disabled, it prints nothing."""
 
-    def __init__(self, total: int, start: int = 0, *, enabled: bool = True) -> None:
+    def __init__(
+        self, total: int, start: int = 0, *, enabled: bool = True, label: str = "step"
+    ) -> None:
         self._progress = Progress(
-            TextColumn("[bold]step"),
+            TextColumn(f"[bold]{label}"),
             MofNCompleteColumn(),
             BarColumn(),
             TextColumn("{task.fields[stats]}"),
@@ -29,6 +32,11 @@ class TrainProgress:
         self._task = self._progress.add_task("train", total=total, completed=start, stats="")
 
     def update(self, done: int, metrics: Mapping[str, float]) -> None:
+        if "warmup/loss" in metrics:
+            self._progress.update(
+                self._task, completed=done, stats=f"loss {metrics['warmup/loss']:.3f}"
+            )
+            return
         stats = (
             f"success {metrics.get('charts/success_rate', 0.0):.2f}  "
             f"return {metrics.get('charts/episodic_return', 0.0):+.3f}  "
@@ -36,6 +44,10 @@ class TrainProgress:
         )
         if "eval/success_rate" in metrics:
             stats += f"  eval {metrics['eval/success_rate']:.2f}"
+        self.advance(done, stats)
+
+    def advance(self, done: int, stats: str) -> None:
+        """Show ``done`` steps finished, with ``stats`` beside the bar."""
         self._progress.update(self._task, completed=done, stats=stats)
 
     def __enter__(self) -> TrainProgress:
