@@ -20,9 +20,9 @@ of held-out seeds that ``envgym submit`` and the leaderboard accept.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
-import random
 import sys
 import time
 from collections.abc import Sequence
@@ -34,9 +34,11 @@ import numpy as np
 
 from envgym.trainers.common.advantages import ESTIMATORS, compute_advantages, zero_variance_groups
 from envgym.trainers.common.config import config_from_args, config_parser, option
+from envgym.trainers.common.distributed import Distributed
+from envgym.trainers.common.policy import BACKENDS, pad_tokens, token_logprobs
 from envgym.trainers.common.rollout import Episode
 
-__all__ = ["GRPOConfig", "main", "policy_update", "token_logprobs", "train"]
+__all__ = ["GRPOConfig", "main", "policy_update", "train"]
 
 
 @dataclass
@@ -80,6 +82,8 @@ class GRPOConfig:
     warmup_learning_rate: float = option(1e-3, "learning rate of the format warm-up")
     seed: int = option(0, "seed of torch, the tasks (step s plays seeds seed + s*num_groups + g)")
     workers: str = option("sync", "vector env workers", ("sync", "subprocess"))
+    backend: str = option("transformers", "generation engine (vllm: a colocated engine)", BACKENDS)
+    vllm_gpu_memory_utilization: float = option(0.3, "share of the GPU the vLLM engine holds")
     device: str = option("", "torch device ('' takes cuda when there is one)")
     torch_threads: int = option(0, "CPU threads torch may use (0: torch's default)")
     out_dir: str = option("", "run folder ('' makes runs/grpo-<env>-<time>)")
@@ -125,43 +129,10 @@ RESUMABLE_CHANGES = frozenset(
         "torch_threads",
         "workers",
         "out_dir",
+        "backend",
+        "vllm_gpu_memory_utilization",
     }
 )
-
-
-def token_logprobs(model: Any, ids: Any, attention: Any, temperature: float) -> tuple[Any, Any]:
-    """Per-token log-prob of each token given the ones before it, and the
-    entropy there; both ``[batch, len - 1]`` (position t scores token t + 1)."""
-    import torch
-
-    logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
-    if temperature > 0:
-        logits = logits / temperature
-    logp_all = torch.log_softmax(logits, dim=-1)
-    logp = logp_all.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-    entropy = -(logp_all.exp() * logp_all).sum(-1)
-    return logp, entropy
-
-
-def _pad(episodes: Sequence[Episode], advantages: Sequence[np.ndarray], pad_id: int) -> dict:
-    """Right-padded tensors of a batch: ids, attention, the loss mask and the
-    per-token advantage (each turn's advantage on its span), shifted to the
-    positions that score them."""
-    import torch
-
-    width = max(len(e.tokens.ids) for e in episodes)
-    ids = torch.full((len(episodes), width), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(episodes), width), dtype=torch.long)
-    mask = torch.zeros((len(episodes), width), dtype=torch.float32)
-    adv = torch.zeros((len(episodes), width), dtype=torch.float32)
-    for row, (e, a) in enumerate(zip(episodes, advantages, strict=True)):
-        n = len(e.tokens.ids)
-        ids[row, :n] = torch.tensor(e.tokens.ids)
-        attention[row, :n] = 1
-        mask[row, :n] = torch.tensor(e.tokens.loss_mask, dtype=torch.float32)
-        for (start, end), value in zip(e.tokens.spans, a, strict=True):
-            adv[row, start:end] = float(value)
-    return {"ids": ids, "attention": attention, "mask": mask[:, 1:], "adv": adv[:, 1:]}
 
 
 def policy_update(
@@ -172,16 +143,26 @@ def policy_update(
     config: GRPOConfig,
     pad_id: int,
     ref_model: Any = None,
+    dist: Distributed | None = None,
 ) -> dict[str, float]:
-    """The clipped policy-gradient update on one batch; returns its losses."""
+    """The clipped policy-gradient update on one batch; returns its losses.
+
+    Under torchrun (``dist``) each rank passes its own episodes (possibly
+    none); losses are divided by counts summed over the ranks and the
+    gradients summed, so every rank takes the step one process would take
+    on the whole batch."""
     import torch
 
+    dist = dist or Distributed()
     device = next(model.parameters()).device
     micro = [
         range(i, min(i + config.micro_batch_size, len(episodes)))
         for i in range(0, len(episodes), config.micro_batch_size)
     ]
-    batches = [_pad([episodes[k] for k in m], [advantages[k] for k in m], pad_id) for m in micro]
+    batches = [
+        pad_tokens([episodes[k].tokens for k in m], [advantages[k] for k in m], pad_id)
+        for m in micro
+    ]
     batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
     # Log-probs of the sampling policy (and the reference) before any change. One
     # optimizer step per batch needs no extra pass: the ratio is 1 (old = current).
@@ -194,19 +175,16 @@ def policy_update(
                 b["ref"] = token_logprobs(ref_model, b["ids"], b["attention"], config.temperature)[
                     0
                 ]
-    stats = {
-        "losses/policy": 0.0,
-        "losses/kl": 0.0,
-        "losses/entropy": 0.0,
-        "losses/clip_fraction": 0.0,
-    }
-    tokens_total = sum(float(b["mask"].sum()) for b in batches)
-    per_minibatch = -(-len(batches) // config.minibatches)
+    sums = dict.fromkeys(("policy", "kl", "entropy", "clip_fraction"), 0.0)
+    # The same number of optimizer steps on every rank: minibatch k is slice k of each rank's.
+    slices = np.array_split(np.arange(len(batches)), config.minibatches)
     for _ in range(config.update_epochs):
-        for first in range(0, len(batches), per_minibatch):
-            group = batches[first : first + per_minibatch]
-            tokens = sum(float(b["mask"].sum()) for b in group)
-            sequences = sum(b["ids"].shape[0] for b in group)
+        for part in slices:
+            group = [batches[i] for i in part]
+            tokens = dist.all_sum(sum(float(b["mask"].sum()) for b in group))
+            sequences = dist.all_sum(sum(b["ids"].shape[0] for b in group))
+            if sequences == 0:
+                continue
             optimizer.zero_grad(set_to_none=True)
             for b in group:
                 logp, entropy = token_logprobs(model, b["ids"], b["attention"], config.temperature)
@@ -226,49 +204,27 @@ def policy_update(
                     loss = per_seq.sum() / sequences
                 loss.backward()
                 with torch.no_grad():
-                    share = float(mask.sum()) / max(tokens_total, 1.0) / config.update_epochs
-                    stats["losses/policy"] += (
-                        float((loss_tok * mask).sum() / mask.sum().clamp(min=1)) * share
-                    )
-                    stats["losses/kl"] += (
-                        float((kl_tok * mask).sum() / mask.sum().clamp(min=1)) * share
-                    )
-                    stats["losses/entropy"] += (
-                        float((entropy * mask).sum() / mask.sum().clamp(min=1)) * share
-                    )
                     outside = ((ratio - clipped).abs() > 0).float()
-                    stats["losses/clip_fraction"] += (
-                        float((outside * mask).sum() / mask.sum().clamp(min=1)) * share
-                    )
+                    for name, value in (
+                        ("policy", loss_tok),
+                        ("kl", kl_tok),
+                        ("entropy", entropy),
+                        ("clip_fraction", outside),
+                    ):
+                        sums[name] += float((value * mask).sum())
+            dist.sum_gradients(model)
             if config.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
             optimizer.step()
-    return stats
-
-
-def load_policy(config: GRPOConfig, device: str) -> tuple[Any, Any]:
-    """(model in train mode on ``device``, tokenizer) named by ``config.model``."""
-    if config.model == "tiny":
-        from envgym.trainers.common.tiny import build_tiny_model
-
-        model, tokenizer = build_tiny_model(seed=config.seed)
-    else:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        if not Path(config.model).is_dir():
-            raise FileNotFoundError(
-                f"--model {config.model}: no such folder; pass a folder saved by save_pretrained "
-                "(model and tokenizer with a chat template) or 'tiny'"
-            )
-        tokenizer = AutoTokenizer.from_pretrained(config.model)
-        model = AutoModelForCausalLM.from_pretrained(config.model)
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return model.to(device).train(), tokenizer
+    # Token means over the whole batch and every epoch, every rank's tokens counted.
+    tokens_total = dist.all_sum(sum(float(b["mask"].sum()) for b in batches))
+    scale = max(tokens_total * config.update_epochs, 1.0)
+    return {f"losses/{name}": dist.all_sum(value) / scale for name, value in sums.items()}
 
 
 def train(config: GRPOConfig) -> dict[str, Any]:
-    """Run ``config``; returns the summary (final success rate, return, paths)."""
+    """Run ``config``; returns the summary (final success rate, return, paths).
+    Under torchrun every rank runs this; rank 0 writes the run folder."""
     import gymnasium as gym
     import torch
 
@@ -279,10 +235,19 @@ def train(config: GRPOConfig) -> dict[str, Any]:
         load_weights,
         save_checkpoint,
     )
+    from envgym.trainers.common.distributed import init_distributed
     from envgym.trainers.common.evaluation import evaluate_checkpoint
-    from envgym.trainers.common.generation import SamplingParams, TransformersBackend
+    from envgym.trainers.common.generation import SamplingParams
+    from envgym.trainers.common.policy import load_policy, make_backend
     from envgym.trainers.common.progress import TrainProgress
     from envgym.trainers.common.rollout import collect_rollouts
+    from envgym.trainers.common.run import (
+        check_resume,
+        checkpoint_due,
+        eval_due,
+        open_run,
+        seed_everything,
+    )
     from envgym.trainers.common.run_log import RunLog
     from envgym.trainers.common.tokenization import ChatTokenizer
     from envgym.trainers.common.warmup import format_warmup
@@ -290,48 +255,26 @@ def train(config: GRPOConfig) -> dict[str, Any]:
 
     env_id, env_kwargs = config.env_source()
     make_evaluation_env(env_id, env_kwargs).close()  # an unknown id or bad kwargs fail here
-    device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    out_dir = Path(
-        config.out_dir or f"runs/grpo-{config.env.split('/')[-1]}-{time.strftime('%Y%m%d-%H%M%S')}"
-    )
-    checkpoints = out_dir / "checkpoints"
-    resume_from = latest_checkpoint(checkpoints) if config.resume else None
-    if not config.resume and (out_dir / "metrics.jsonl").exists():
-        raise FileExistsError(
-            f"{out_dir} already holds a run; pass --resume to continue it from its last "
-            "checkpoint, or choose another --out-dir"
-        )
-    if config.resume and resume_from is None:
-        raise FileNotFoundError(f"--resume: no checkpoint in {checkpoints}; start without --resume")
-    if config.torch_threads:
-        torch.set_num_threads(config.torch_threads)
-    random.seed(config.seed)
-    np.random.seed(config.seed)
-    torch.manual_seed(config.seed)
-    model, tokenizer = load_policy(config, device)
+    dist = init_distributed(config.device)
+    my_groups = dist.shard(config.num_groups)
+    device = dist.device
+    run = open_run(config, "grpo")
+    seed_everything(config.seed, config.torch_threads)
+    model, tokenizer = load_policy(config.model, config.seed, device)
     chat = ChatTokenizer(tokenizer)
-    backend = TransformersBackend(model, tokenizer.pad_token_id, chat.stop_token_ids)
     params = SamplingParams(config.temperature, config.top_p, 0, config.max_new_tokens)
     options = {"task_id": config.task_id} if config.task_id else None
     max_context = config.max_context or getattr(model.config, "max_position_embeddings", None)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
     start = 0
-    if resume_from is not None:
-        saved = load_checkpoint(resume_from, model=model, optimizer=optimizer)
-        changed = sorted(
-            k
-            for k, v in dataclasses.asdict(config).items()
-            if k not in RESUMABLE_CHANGES and saved["config"].get(k, v) != v
-        )
-        if changed:  # a different run would not continue this one exactly
-            raise ValueError(
-                f"--resume: {', '.join('--' + k.replace('_', '-') for k in changed)} differ from "
-                f"the run in {out_dir} ({resume_from / 'config.json'}); resume with its "
-                "options, or start a new run in another --out-dir"
-            )
+    if run.resume_from is not None:
+        saved = load_checkpoint(run.resume_from, model=model, optimizer=optimizer)
+        check_resume(config, saved["config"], RESUMABLE_CHANGES, run)
         start = saved["step"]
     elif config.warmup_steps:
-        with TrainProgress(config.warmup_steps, enabled=config.progress, label="warm-up") as bar:
+        with TrainProgress(
+            config.warmup_steps, enabled=config.progress and dist.is_main, label="warm-up"
+        ) as bar:
             format_warmup(
                 model,
                 chat,
@@ -343,29 +286,46 @@ def train(config: GRPOConfig) -> dict[str, Any]:
                 system_prompt=config.system_prompt,
                 on_step=lambda k, loss: bar.advance(k + 1, f"loss {loss:.3f}"),
             )
+    dist.broadcast_model(model)  # every rank starts from rank 0's weights
+    if dist.rank:  # each rank samples its own replies
+        torch.manual_seed(config.seed + dist.rank)
     config_dict = dataclasses.asdict(config)
     ref_model = None
     if config.kl_coef > 0:  # the policy RL starts from, warm-up included, kept beside the run
-        reference = checkpoints / "reference"
-        if resume_from is None:
+        reference = run.checkpoints / "reference"
+        if run.resume_from is None and dist.is_main:
             model.save_pretrained(reference)
+        dist.barrier()
         ref_model = copy.deepcopy(model).eval()
         load_weights(reference, ref_model)
+    backend = make_backend(
+        config.backend,
+        model,
+        tokenizer,
+        chat.stop_token_ids,
+        gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+        seed=config.seed + dist.rank,
+    )
     envs = TextVectorEnv(
         (env_id, env_kwargs),
-        num_envs=config.num_groups * config.group_size,
+        num_envs=len(my_groups) * config.group_size,
         group_size=config.group_size,
         workers=config.workers,
     )
     history: list[dict[str, float]] = []
     evals: list[Path] = []
-    run_log = RunLog(
-        out_dir,
-        tensorboard=config.tensorboard,
-        config=config_dict,
-        resume_step=start if resume_from is not None else None,
+    run_log = (
+        RunLog(
+            run.out_dir,
+            tensorboard=config.tensorboard,
+            config=config_dict,
+            resume_step=start if run.resume_from is not None else None,
+        )
+        if dist.is_main
+        else contextlib.nullcontext()
     )
-    with envs, run_log, TrainProgress(config.steps, start, enabled=config.progress) as progress:
+    show = config.progress and dist.is_main
+    with envs, run_log, TrainProgress(config.steps, start, enabled=show) as progress:
         for step in range(start, config.steps):
             t_step = time.perf_counter()
             episodes, times = collect_rollouts(
@@ -373,7 +333,7 @@ def train(config: GRPOConfig) -> dict[str, Any]:
                 backend,
                 chat,
                 params,
-                seed=config.seed + step * config.num_groups,
+                seed=config.seed + step * config.num_groups + my_groups.start,
                 options=options,
                 system_prompt=config.system_prompt,
                 max_tokens=max_context,
@@ -397,7 +357,7 @@ def train(config: GRPOConfig) -> dict[str, Any]:
             kept = [k for k, e in enumerate(episodes) if e.group not in dropped]
             t_update = time.perf_counter()
             losses = {}
-            if kept:
+            if dist.all_sum(len(kept)):
                 losses = policy_update(
                     model,
                     optimizer,
@@ -406,59 +366,66 @@ def train(config: GRPOConfig) -> dict[str, Any]:
                     config,
                     tokenizer.pad_token_id,
                     ref_model,
+                    dist,
                 )
             backend.sync_weights(model)
             update_s = time.perf_counter() - t_update
             step_s = time.perf_counter() - t_step
+            # Every rank's episodes count in the logged rates (rank 0 logs them).
+            played = [e for part in dist.gather(_summaries(played)) for e in part]
             metrics = {
-                "charts/success_rate": float(np.mean([e.success for e in played])),
-                "charts/episodic_return": float(np.mean([e.episode_return for e in played])),
-                "charts/episode_turns": float(np.mean([len(e.turns) for e in played])),
+                "charts/success_rate": float(np.mean([e[0] for e in played])),
+                "charts/episodic_return": float(np.mean([e[1] for e in played])),
+                "charts/episode_turns": float(np.mean([e[2] for e in played])),
                 "charts/learning_rate": config.learning_rate,
+                "charts/episodes": float(len(played)),
                 **losses,
                 "rollout/tokens_per_s": times.generated_tokens / max(times.generation_s, 1e-9),
                 "rollout/generation_s": times.generation_s,
                 "rollout/env_s": times.env_s,
                 "rollout/tokenization_s": times.tokenization_s,
                 "update/update_s": update_s,
-                "update/dropped_groups": float(len(dropped)),
-                "update/trained_episodes": float(len(kept)),
-                "rollout/context_full": float(sum(e.context_full for e in played)),
+                "update/dropped_groups": dist.all_sum(len(dropped)),
+                "update/trained_episodes": dist.all_sum(len(kept)),
+                "rollout/context_full": float(sum(e[3] for e in played)),
                 "time/step_s": step_s,
             }
             done = step + 1
-            if (
-                (config.save_every and done % config.save_every == 0)
-                or done == config.steps
-                or (config.eval_every and done % config.eval_every == 0)
-            ):
+            if checkpoint_due(config, done) and dist.is_main:
                 path = save_checkpoint(
-                    checkpoints,
+                    run.checkpoints,
                     step=done,
                     model=model,
                     tokenizer=tokenizer,
                     optimizer=optimizer,
                     config=config_dict,
                 )
-                if config.eval_every and (done % config.eval_every == 0 or done == config.steps):
+                if eval_due(config, done):
                     results, results_path = evaluate_checkpoint(
-                        path, config, out_dir / "eval" / f"step_{done:06d}.json", device
+                        path, config, run.out_dir / "eval" / f"step_{done:06d}.json", device
                     )
                     evals.append(results_path)
                     metrics["eval/success_rate"] = results["summary"]["success_rate"]
                     metrics["eval/mean_return"] = results["summary"]["mean_return"]
-            run_log.log(done, metrics)
+            if dist.is_main:
+                run_log.log(done, metrics)
             history.append(metrics)
             progress.update(done, metrics)
-    summary = {
-        "out_dir": str(out_dir),
+            dist.barrier()  # the others wait while rank 0 saves and evaluates
+    dist.close()
+    return {
+        "out_dir": str(run.out_dir),
         "steps": config.steps,
         "success_rate": history[-1]["charts/success_rate"] if history else None,
         "episodic_return": history[-1]["charts/episodic_return"] if history else None,
         "eval_results": [str(p) for p in evals],
-        "checkpoint": str(latest_checkpoint(checkpoints)),
+        "checkpoint": str(latest_checkpoint(run.checkpoints)),
     }
-    return summary
+
+
+def _summaries(episodes: Sequence[Episode]) -> list[tuple[bool, float, int, bool]]:
+    """(success, return, turns, context full) per episode: what the logs average."""
+    return [(e.success, e.episode_return, len(e.turns), e.context_full) for e in episodes]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

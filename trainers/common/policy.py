@@ -1,0 +1,122 @@
+"""The policy model as the trainers use it: loading, batching, log-probs.
+
+`load_policy` builds or loads the causal LM a trainer trains (``tiny`` or a
+``save_pretrained`` folder), `pad_tokens` lays a batch of tokenized
+episodes out as right-padded tensors with each turn's value (an advantage,
+a return) on that turn's reply tokens, and `token_logprobs` scores every
+token given the ones before it. `make_backend` picks the generation engine
+(transformers' ``generate`` on the model itself, or a colocated vLLM).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from envgym.trainers.common.tokenization import EpisodeTokens
+
+__all__ = ["BACKENDS", "load_policy", "make_backend", "pad_tokens", "token_logprobs"]
+
+#: The generation engines `make_backend` knows.
+BACKENDS = ("transformers", "vllm")
+
+
+def load_policy(model: str, seed: int, device: str) -> tuple[Any, Any]:
+    """(model in train mode on ``device``, tokenizer): ``model`` is ``"tiny"``
+    (a small random model built here, weights from ``seed``) or a folder saved
+    by ``save_pretrained`` with a chat template."""
+    if model == "tiny":
+        from envgym.trainers.common.tiny import build_tiny_model
+
+        policy, tokenizer = build_tiny_model(seed=seed)
+    else:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if not Path(model).is_dir():
+            raise FileNotFoundError(
+                f"--model {model}: no such folder; pass a folder saved by save_pretrained "
+                "(model and tokenizer with a chat template) or 'tiny'"
+            )
+        tokenizer = AutoTokenizer.from_pretrained(model)
+        policy = AutoModelForCausalLM.from_pretrained(model)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return policy.to(device).train(), tokenizer
+
+
+def token_logprobs(model: Any, ids: Any, attention: Any, temperature: float) -> tuple[Any, Any]:
+    """Per-token log-prob of each token given the ones before it, and the
+    entropy there; both ``[batch, len - 1]`` (position t scores token t + 1)."""
+    import torch
+
+    logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
+    if temperature > 0:
+        logits = logits / temperature
+    logp_all = torch.log_softmax(logits, dim=-1)
+    logp = logp_all.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    return logp, entropy
+
+
+def pad_tokens(
+    tokens: Sequence[EpisodeTokens],
+    per_turn: Sequence[Sequence[float]] | None,
+    pad_id: int,
+) -> dict[str, Any]:
+    """Right-padded tensors of a batch of episodes.
+
+    ``ids`` and ``attention`` are ``[batch, width]``; ``mask`` (the policy's
+    tokens) and ``adv`` (``per_turn[i][t]`` on every token of episode ``i``'s
+    turn ``t``; zeros when ``per_turn`` is None) are ``[batch, width - 1]``,
+    shifted to the positions that score them, as `token_logprobs` returns.
+    """
+    import torch
+
+    width = max(len(t.ids) for t in tokens)
+    ids = torch.full((len(tokens), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(tokens), width), dtype=torch.long)
+    mask = torch.zeros((len(tokens), width), dtype=torch.float32)
+    adv = torch.zeros((len(tokens), width), dtype=torch.float32)
+    for row, t in enumerate(tokens):
+        n = len(t.ids)
+        ids[row, :n] = torch.tensor(t.ids)
+        attention[row, :n] = 1
+        mask[row, :n] = torch.tensor(t.loss_mask, dtype=torch.float32)
+        if per_turn is not None:
+            for (start, end), value in zip(t.spans, per_turn[row], strict=True):
+                adv[row, start:end] = float(value)
+    return {"ids": ids, "attention": attention, "mask": mask[:, 1:], "adv": adv[:, 1:]}
+
+
+def make_backend(
+    kind: str,
+    model: Any,
+    tokenizer: Any,
+    stop_token_ids: Sequence[int],
+    *,
+    gpu_memory_utilization: float = 0.3,
+    seed: int = 0,
+) -> Any:
+    """The generation engine ``kind`` (one of `BACKENDS`) for ``model``.
+
+    ``transformers`` samples with the trained model itself; ``vllm`` starts a
+    colocated vLLM engine on the same GPU holding
+    ``gpu_memory_utilization`` of its memory, and the trainer pushes the new
+    weights into it after every update (``sync_weights``).
+    """
+    if kind == "transformers":
+        from envgym.trainers.common.generation import TransformersBackend
+
+        return TransformersBackend(model, tokenizer.pad_token_id, stop_token_ids)
+    if kind == "vllm":
+        from envgym.trainers.common.vllm_backend import VLLMBackend
+
+        return VLLMBackend(
+            model,
+            tokenizer,
+            stop_token_ids,
+            gpu_memory_utilization=gpu_memory_utilization,
+            seed=seed,
+        )
+    raise ValueError(f"backend must be one of {list(BACKENDS)}, got {kind!r}")
