@@ -287,8 +287,8 @@ def train(config: GRPOConfig) -> dict[str, Any]:
                 on_step=lambda k, loss: bar.advance(k + 1, f"loss {loss:.3f}"),
             )
     dist.broadcast_model(model)  # every rank starts from rank 0's weights
-    if dist.rank:  # each rank samples its own replies
-        torch.manual_seed(config.seed + dist.rank)
+    if dist.rank:  # each rank samples its own replies (rank 0's stream resumes exactly)
+        torch.manual_seed(config.seed + dist.rank + 100_003 * start)
     config_dict = dataclasses.asdict(config)
     ref_model = None
     if config.kl_coef > 0:  # the policy RL starts from, warm-up included, kept beside the run
