@@ -15,10 +15,12 @@ Every step plays ``num_groups x group_size`` episodes of at most
 random policy) are kept, so the update runs with the work of a real one.
 
 CPU section: the trainer's random tiny Llama (`--model tiny`), one torch
-thread. GPU section, only where CUDA is available: a randomly initialised
-model of Qwen2-0.5B's shape (bf16 where supported) over the tiny tokenizer,
-on FrozenLake and Sokoban with 64-token replies; there the env's share
-should stay under 1%.
+thread. GPU section, only where CUDA is available (`benchmarks/trainer_gpu.py`):
+a randomly initialised model of Qwen2-0.5B's shape on Sokoban and Household,
+envgym's GRPO with the transformers and the vLLM backend beside TRL's
+GRPOTrainer on the same model, env and batch, each run in its own process:
+rollout tokens/s, update seconds and trained tokens/s per step (reply tokens
+in the loss over the step's seconds), with envgym's ratio to TRL.
 
     python benchmarks/trainer.py                     # CPU: FrozenLake, Sokoban, Household
     python benchmarks/trainer.py --envs envgym/Sokoban-v0 --steps 4 --json trainer.json
@@ -32,7 +34,6 @@ import json
 import platform
 import statistics
 import tempfile
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -43,7 +44,6 @@ from envgym.trainers.common.run_log import read_metrics
 from envgym.trainers.grpo import GRPOConfig, train
 
 CPU_ENVS = ("envgym/FrozenLake-v0", "envgym/Sokoban-v0", "envgym/Household-v0")
-GPU_ENVS = ("envgym/FrozenLake-v0", "envgym/Sokoban-v0")
 
 #: Table column -> metrics.jsonl key (the share is computed per step).
 COLUMNS = {
@@ -78,9 +78,21 @@ def measure(env_id: str, **overrides: Any) -> dict[str, float]:
         100 * s["rollout/env_s"] / s["time/step_s"] for s in steps
     )
     row["tokens_per_s"] = statistics.median(s["rollout/tokens_per_s"] for s in steps)
+    row["trained_tokens"] = statistics.median(trained_tokens(s) for s in steps)
+    row["trained_tokens_per_s"] = statistics.median(
+        trained_tokens(s) / s["time/step_s"] for s in steps
+    )
     row["episode_turns"] = statistics.median(s["charts/episode_turns"] for s in steps)
     row["measured_steps"] = len(steps)
     return row
+
+
+def trained_tokens(step: dict[str, float]) -> float:
+    """Reply tokens in the step's loss: ``update/trained_tokens`` where the trainer
+    logs it, else every generated token (no group is dropped in these runs)."""
+    if "update/trained_tokens" in step:
+        return step["update/trained_tokens"]
+    return step["rollout/tokens_per_s"] * step["rollout/generation_s"]
 
 
 def section(
@@ -107,41 +119,6 @@ def section(
     return records
 
 
-def build_qwen2_shaped_model(folder: Path, num_layers: int = 24) -> str:
-    """Save a random model of Qwen2-0.5B's shape (its 151,936-row embedding
-    included) with the tiny tokenizer in `folder`; returns the dtype saved."""
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    from envgym.trainers.common.tiny import build_tiny_tokenizer
-
-    tokenizer = build_tiny_tokenizer()
-    config = Qwen2Config(
-        hidden_size=896,
-        intermediate_size=4864,
-        num_hidden_layers=num_layers,
-        num_attention_heads=14,
-        num_key_value_heads=2,
-        vocab_size=151936,
-        max_position_embeddings=32768,
-        tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-    )
-    cuda = torch.cuda.is_available()
-    dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
-    torch.manual_seed(0)
-    with torch.device("cuda" if cuda else "cpu"):  # initialising 0.5B floats is slow on a CPU
-        model = Qwen2ForCausalLM(config).to(dtype)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    del model
-    return str(dtype).removeprefix("torch.")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--envs", nargs="+", help=f"CPU section's env ids (default: {CPU_ENVS})")
@@ -152,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=24, help="reply length (CPU)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (CPU section)")
     parser.add_argument("--gpu-steps", type=int, default=4, help="trainer steps per env (GPU)")
+    parser.add_argument(
+        "--vllm-memory", type=float, default=0.3, help="GPU share of the vLLM engines (GPU)"
+    )
     parser.add_argument("--no-gpu", action="store_true", help="skip the GPU section")
     parser.add_argument("--json", help="also write the numbers to this file")
     args = parser.parse_args(argv)
@@ -196,20 +176,16 @@ def main(argv: list[str] | None = None) -> int:
     elif not torch.cuda.is_available():
         console.print("\nno CUDA GPU here: GPU section skipped")
     else:
-        with tempfile.TemporaryDirectory() as folder:
-            with console.status("building a random Qwen2-0.5B-shaped model ...", spinner="dots"):
-                dtype = build_qwen2_shaped_model(Path(folder))
-            gpu = section(
-                console,
-                f"GPU ({torch.cuda.get_device_name()}), Qwen2-0.5B shape, random, {dtype}, "
-                f"{args.gpu_steps} steps, 64-token replies (target: env share under 1%)",
-                list(GPU_ENVS),
-                model=folder,
-                device="cuda",
-                steps=args.gpu_steps,
-                max_new_tokens=64,
-                **shared,
-            )
+        from trainer_gpu import gpu_section  # beside this file
+
+        gpu = gpu_section(
+            console,
+            steps=args.gpu_steps,
+            num_groups=args.num_groups,
+            group_size=args.group_size,
+            max_turns=args.max_turns or 4,
+            vllm_memory=args.vllm_memory,
+        )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"settings": vars(args), "cpu": cpu, "gpu": gpu}, fh, indent=2)

@@ -82,8 +82,14 @@ class GRPOConfig:
     warmup_learning_rate: float = option(1e-3, "learning rate of the format warm-up")
     seed: int = option(0, "seed of torch, the tasks (step s plays seeds seed + s*num_groups + g)")
     workers: str = option("sync", "vector env workers", ("sync", "subprocess"))
-    backend: str = option("transformers", "generation engine (vllm: a colocated engine)", BACKENDS)
-    vllm_gpu_memory_utilization: float = option(0.3, "share of the GPU the vLLM engine holds")
+    backend: str = option(
+        "transformers",
+        "generation engine ('vllm': a colocated engine on the GPU, pip install 'envgym[vllm]')",
+        BACKENDS,
+    )
+    vllm_gpu_memory_utilization: float = option(
+        0.3, "vllm: share of the GPU's memory the engine may take"
+    )
     device: str = option("", "torch device ('' takes cuda when there is one)")
     torch_threads: int = option(0, "CPU threads torch may use (0: torch's default)")
     out_dir: str = option("", "run folder ('' makes runs/grpo-<env>-<time>)")
@@ -129,7 +135,6 @@ RESUMABLE_CHANGES = frozenset(
         "torch_threads",
         "workers",
         "out_dir",
-        "backend",
         "vllm_gpu_memory_utilization",
     }
 )
@@ -338,6 +343,7 @@ def train(config: GRPOConfig) -> dict[str, Any]:
                 system_prompt=config.system_prompt,
                 max_tokens=max_context,
             )
+            backend.sleep()  # a vLLM engine gives its memory back for the update
             played = episodes
             episodes = [
                 e for e in episodes if e.error is None
@@ -387,6 +393,9 @@ def train(config: GRPOConfig) -> dict[str, Any]:
                 "update/update_s": update_s,
                 "update/dropped_groups": dist.all_sum(len(dropped)),
                 "update/trained_episodes": dist.all_sum(len(kept)),
+                "update/trained_tokens": dist.all_sum(
+                    sum(sum(episodes[k].tokens.loss_mask) for k in kept)
+                ),
                 "rollout/context_full": float(sum(e[3] for e in played)),
                 "time/step_s": step_s,
             }
@@ -412,6 +421,7 @@ def train(config: GRPOConfig) -> dict[str, Any]:
             history.append(metrics)
             progress.update(done, metrics)
             dist.barrier()  # the others wait while rank 0 saves and evaluates
+    backend.close()
     dist.close()
     return {
         "out_dir": str(run.out_dir),

@@ -10,7 +10,8 @@ sides, so the update scores exactly what was sampled.
 ``batch_size``, sampling follows `SamplingParams`, and each reply stops at
 the first stop token (the chat template's end of turn) or at
 ``max_new_tokens``. It shares the trainer's model, so there is no weight sync.
-Part 2 adds vLLM behind the same interface.
+`envgym.trainers.common.vllm_backend.VLLMBackend` puts a colocated vLLM engine
+behind the same interface.
 """
 
 from __future__ import annotations
@@ -56,6 +57,14 @@ class GenerationBackend(Protocol):
         """Make the next `generate` sample from ``model``'s current weights."""
         ...
 
+    def sleep(self) -> None:
+        """Give the engine's memory back for the update (the next `generate` wakes it)."""
+        ...
+
+    def close(self) -> None:
+        """Free the engine."""
+        ...
+
 
 class TransformersBackend:
     """Batched ``model.generate`` on the model's own device.
@@ -85,6 +94,12 @@ class TransformersBackend:
 
     def sync_weights(self, model: Any) -> None:
         self.model = model  # same module, same weights: nothing to copy
+
+    def sleep(self) -> None:
+        """Nothing to free: the engine is the trained model."""
+
+    def close(self) -> None:
+        """Nothing to free: the engine is the trained model."""
 
     def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[list[int]]:
         size = self.batch_size or max(1, len(prompts))

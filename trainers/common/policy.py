@@ -110,6 +110,11 @@ def make_backend(
 
         return TransformersBackend(model, tokenizer.pad_token_id, stop_token_ids)
     if kind == "vllm":
+        if next(model.parameters()).device.type != "cuda":
+            raise ValueError(
+                "--backend vllm needs a CUDA GPU (--device cuda); on the CPU use "
+                "--backend transformers"
+            )
         from envgym.trainers.common.vllm_backend import VLLMBackend
 
         return VLLMBackend(
