@@ -39,6 +39,9 @@ finite when a group's values are all equal (the advantage is then 0).
            turn position at a time; pooling discounted returns generalises it to
            any number of turns.
 
+`turn_gae` is PPO's estimator (``trainers/ppo.py``) and needs no group: GAE over
+one episode's turns against a critic's values (formula in its docstring).
+
 A group of one episode (one turn in total for ``turn``) has no baseline and gets
 advantage 0 everywhere, so `zero_variance_groups` lists it with the groups whose
 episodes all scored alike: the trainer drops them, there is nothing to learn.
@@ -54,7 +57,13 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-__all__ = ["ESTIMATORS", "compute_advantages", "discounted_returns", "zero_variance_groups"]
+__all__ = [
+    "ESTIMATORS",
+    "compute_advantages",
+    "discounted_returns",
+    "turn_gae",
+    "zero_variance_groups",
+]
 
 #: The names `compute_advantages` takes as ``estimator``.
 ESTIMATORS = ("grpo", "rloo", "gigpo", "turn")
@@ -222,3 +231,59 @@ def zero_variance_groups(
         if all(np.all(np.abs(np.asarray(advantages[i])) <= atol) for i in indices):
             flat.add(group)
     return flat
+
+
+def turn_gae(
+    rewards: Sequence[float],
+    values: Sequence[float],
+    *,
+    gamma: float,
+    lam: float,
+    last_value: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Generalized Advantage Estimation over one episode's turns (Turn-PPO).
+
+    A turn is a step: ``rewards[t]`` is the env's reward for turn ``t``'s reply
+    and ``values[t]`` the critic's ``V(s_t)``, the value of the conversation just
+    before that reply. With ``V(s_T) = last_value`` after the last turn
+    (Schulman et al. 2016, arXiv 1506.02438)::
+
+        delta_t = r_t + gamma * V(s_{t+1}) - V(s_t)
+        A_t     = delta_t + gamma * lam * A_{t+1}      (A_T = 0)
+        R_t     = A_t + V(s_t)                         (the critic's target)
+
+    ``lam = 1`` gives ``A_t = G_t + gamma^(T-t) * last_value - V(s_t)``, the
+    discounted return minus the value; ``lam = 0`` gives the one-step TD error
+    ``delta_t``. Returns ``(advantages, returns)``, float64 arrays of ``len(rewards)``.
+
+    ``last_value`` is how the episode bootstraps. An episode the env
+    *terminated* (goal reached, hole, game over) is worth nothing afterwards:
+    0. An episode *truncated* by the env's turn limit is also 0 in envgym's
+    trainers: the limit is part of the task (observations count the turns
+    left, evaluation plays the same limit), so its return really ends there
+    (Pardo et al. 2018, "Time Limits in Reinforcement Learning", arXiv 1712.00378).
+    An episode the trainer cut because its next prompt would not fit the
+    model's context (``Episode.context_full``) did not end in the task: pass
+    the critic's value of that unanswered prompt, ``V(s_T)``, and the turns
+    before it are credited with what the rest of the episode was expected to bring.
+    """
+    if len(rewards) != len(values):
+        raise ValueError(
+            f"rewards has {len(rewards)} turns but values has {len(values)}; "
+            "pass one value per turn (the state before each reply)"
+        )
+    if not 0.0 <= gamma <= 1.0 or not 0.0 <= lam <= 1.0:
+        raise ValueError(
+            f"gamma={gamma} and lam={lam} must both be in [0, 1]; e.g. gamma 1.0, lam 0.95"
+        )
+    r = np.asarray(rewards, dtype=np.float64)
+    v = np.append(np.asarray(values, dtype=np.float64), float(last_value))
+    if not (np.all(np.isfinite(r)) and np.all(np.isfinite(v))):
+        raise ValueError(f"rewards {list(r)} and values {list(v)} must be finite numbers")
+    advantages = np.zeros(len(r), dtype=np.float64)
+    running = 0.0
+    for t in reversed(range(len(r))):
+        delta = r[t] + gamma * v[t + 1] - v[t]
+        running = delta + gamma * lam * running
+        advantages[t] = running
+    return advantages, advantages + v[:-1]

@@ -19,16 +19,21 @@ charts/success_rate         share of this step's episodes that succeeded
 charts/episodic_return      mean return of this step's episodes
 charts/episode_turns        mean turns per episode
 charts/learning_rate        the optimizer's learning rate at this step
+charts/episodes             episodes played this step (every rank's)
 losses/policy               policy-gradient loss
 losses/kl                   KL divergence to the reference policy
 losses/entropy              mean token entropy of the policy (optional)
 losses/clip_fraction        share of tokens whose ratio was clipped
+losses/value                PPO: the critic's clipped squared error
+losses/explained_variance   PPO: 1 - Var(returns - values) / Var(returns)
 rollout/tokens_per_s        generated tokens per second of generation time
 rollout/generation_s        seconds spent generating replies
 rollout/env_s               seconds spent in env reset/step
 rollout/tokenization_s      seconds spent tokenizing
 update/update_s             seconds spent in the optimizer update
 update/dropped_groups       groups dropped because every advantage was ~0
+update/trained_episodes     episodes the update trained on
+update/trained_tokens       policy tokens in the update's loss
 eval/success_rate           success rate on the evaluation seeds
 eval/mean_return            mean return on the evaluation seeds
 time/step_s                 wall-clock seconds of the whole step
@@ -64,16 +69,21 @@ STANDARD_METRICS: dict[str, str] = {
     "charts/episodic_return": "mean return of this step's episodes",
     "charts/episode_turns": "mean turns per episode",
     "charts/learning_rate": "the optimizer's learning rate at this step",
+    "charts/episodes": "episodes played this step (every rank's)",
     "losses/policy": "policy-gradient loss",
     "losses/kl": "KL divergence to the reference policy",
     "losses/entropy": "mean token entropy of the policy (optional)",
     "losses/clip_fraction": "share of tokens whose ratio was clipped",
+    "losses/value": "PPO: the critic's clipped squared error",
+    "losses/explained_variance": "PPO: 1 - Var(returns - values) / Var(returns)",
     "rollout/tokens_per_s": "generated tokens per second of generation time",
     "rollout/generation_s": "seconds spent generating replies",
     "rollout/env_s": "seconds spent in env reset/step",
     "rollout/tokenization_s": "seconds spent tokenizing",
     "update/update_s": "seconds spent in the optimizer update",
     "update/dropped_groups": "groups dropped because every advantage was ~0",
+    "update/trained_episodes": "episodes the update trained on",
+    "update/trained_tokens": "policy tokens in the update's loss",
     "eval/success_rate": "success rate on the evaluation seeds",
     "eval/mean_return": "mean return on the evaluation seeds",
     "time/step_s": "wall-clock seconds of the whole step",

@@ -1,0 +1,499 @@
+"""Turn-level PPO for envgym envs: a critic on the policy model, GAE over turns.
+
+One file, read top to bottom: the config, the critic and the losses, then the
+loop. A *turn* is the step of the MDP (Turn-PPO): the state ``s_t`` is the
+conversation up to turn ``t``'s prompt, the action the whole reply, the
+reward the env's reward for it (``Episode.rewards``). A linear value head on
+the policy's last hidden state reads ``V(s_t)`` at the last prompt token
+before turn ``t``'s reply, so one forward pass gives the reply tokens'
+log-probs and every turn's value. Each step plays ``--num-episodes``
+episodes, computes per-turn advantages by GAE over the turns
+(`envgym.trainers.common.advantages.turn_gae`) and takes clipped PPO steps:
+each reply token of turn ``t`` weighted by ``A_t`` (env tokens carry no
+loss), the critic regressed to ``A_t + V(s_t)`` with PPO2's clipped value loss::
+
+    python -m envgym.trainers.ppo --env envgym/FrozenLake-v0 --model tiny --steps 50
+    torchrun --standalone --nproc_per_node 8 -m envgym.trainers.ppo --env envgym/Sokoban-v0 ...
+
+The critic starts at zero: the first advantages are the returns (centred by
+``--normalize-advantages``: a batch-mean baseline), and the value loss reaches
+the shared model only once the head has learned something. Its rate defaults
+to the policy's: Adam's first steps move every head weight by about the rate,
+so a value moves by about rate x sum|h| (0.07 on the tiny model at 1e-3,
+0.7 at 1e-2), and at 10x with ``--value-coef 2`` the first update broke the
+reply format (success 0.16 to 0, and stuck). The head's gradient is clipped
+apart from the policy's: its norm is about |V - R| sqrt(hidden size), and
+clipped together it would scale the policy's step by the critic's error. On
+the tiny model the critic learns the mean return and little more in a run
+of 40 steps (it does tell the map's states apart on a fixed batch after ~20
+updates; during RL its targets move), so ``losses/explained_variance`` stays near 0.
+
+Each checkpoint's model folder is the plain causal LM (``envgym eval --agent
+hf:DIR/step_N/model`` plays it); the value head is trainer state in
+``trainer_state.pt``, restored by ``--resume``. The run folder, ``--eval-every``
+and data parallel under torchrun work as in `envgym.trainers.grpo`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from envgym.trainers.common.advantages import turn_gae
+from envgym.trainers.common.config import config_from_args, config_parser, option
+from envgym.trainers.common.policy import BACKENDS, load_policy, make_backend, pad_tokens
+from envgym.trainers.common.rollout import Episode, collect_rollouts
+
+__all__ = ["PPOConfig", "clipped_value_loss", "main", "train", "turn_advantages"]
+
+
+@dataclass
+class PPOConfig:
+    """Turn-level PPO on an envgym env."""
+
+    env: str = option("envgym/FrozenLake-v0", "env id to train on")
+    difficulty: str = option("", "difficulty level ('' for the env's default)")
+    env_kwargs: dict = option({}, "more constructor kwargs as JSON, e.g. '{\"max_turns\": 6}'")
+    task_id: str = option("", "reset every episode to this task (e.g. a FrozenLake map 'SF/HG')")
+    model: str = option("tiny", "a save_pretrained folder, or 'tiny' (a small random model)")
+    steps: int = option(100, "policy updates to run")
+    num_episodes: int = option(32, "episodes per step (split over the torchrun processes)")
+    learning_rate: float = option(1e-4, "AdamW learning rate of the policy")
+    value_learning_rate: float = option(0.0, "AdamW rate of the value head (0: --learning-rate)")
+    max_grad_norm: float = option(1.0, "clip the gradient's norm to this (0: no clipping)")
+    clip_low: float = option(0.2, "PPO clip below: ratio >= 1 - clip_low")
+    clip_high: float = option(0.2, "PPO clip above: ratio <= 1 + clip_high")
+    gamma: float = option(1.0, "turn discount (1: the undiscounted return the env scores)")
+    gae_lambda: float = option(0.95, "GAE lambda over turns (1: return - value, 0: TD error)")
+    value_coef: float = option(0.5, "weight of the value loss")
+    value_clip: float = option(0.2, "clip the value's move from its rollout value (0: no clip)")
+    entropy_coef: float = option(0.0, "weight of the entropy bonus")
+    normalize_advantages: bool = option(True, "scale the step's turn advantages to mean 0, std 1")
+    update_epochs: int = option(2, "passes over each batch")
+    minibatches: int = option(2, "optimizer steps per pass")
+    micro_batch_size: int = option(16, "episodes per forward pass (memory, not maths)")
+    temperature: float = option(1.0, "sampling temperature (log-probs use the same)")
+    top_p: float = option(1.0, "nucleus sampling's mass")
+    max_new_tokens: int = option(64, "longest reply, in tokens")
+    max_context: int = option(0, "end an episode whose prompt passes this (0: the model's limit)")
+    system_prompt: bool = option(True, "start each chat with the env's system prompt")
+    warmup_steps: int = option(0, "format warm-up: supervised steps on random valid replies first")
+    warmup_learning_rate: float = option(1e-3, "learning rate of the format warm-up")
+    backend: str = option("transformers", "generation engine ('vllm' needs a GPU)", BACKENDS)
+    vllm_gpu_memory_utilization: float = option(0.3, "vllm: share of the GPU's memory it takes")
+    seed: int = option(0, "seed of torch, the tasks (step s plays seeds seed + s*num_episodes + i)")
+    workers: str = option("sync", "vector env workers", ("sync", "subprocess"))
+    device: str = option("", "torch device ('' takes cuda when there is one)")
+    torch_threads: int = option(0, "CPU threads torch may use (0: torch's default)")
+    out_dir: str = option("", "run folder ('' makes runs/ppo-<env>-<time>)")
+    save_every: int = option(0, "checkpoint every N steps (0: only at the end)")
+    resume: bool = option(False, "continue the run in --out-dir from its last checkpoint")
+    eval_every: int = option(0, "evaluate on held-out seeds every N steps (0: never)")
+    eval_episodes: int = option(32, "episodes per evaluation")
+    eval_seed: int = option(1_000_000, "first seed of the held-out evaluation episodes")
+    tensorboard: bool = option(True, "write TensorBoard event files too")
+    progress: bool = option(True, "show a live progress display")
+
+    def __post_init__(self) -> None:
+        problems = []
+        if min(self.steps, self.num_episodes, self.update_epochs, self.minibatches) < 1:
+            problems.append("--steps, --num-episodes, --update-epochs, --minibatches must be >= 1")
+        if self.micro_batch_size < 1:
+            problems.append("--micro-batch-size must be >= 1")
+        if self.minibatches > self.num_episodes:
+            problems.append("--minibatches cannot exceed --num-episodes")
+        if not (0.0 <= self.gamma <= 1.0 and 0.0 <= self.gae_lambda <= 1.0):
+            problems.append("--gamma and --gae-lambda must be in [0, 1]")
+        if self.value_coef <= 0 or self.learning_rate <= 0 or self.value_learning_rate < 0:
+            problems.append(
+                "--value-coef and --learning-rate must be > 0, --value-learning-rate >= 0"
+            )
+        if min(self.value_clip, self.clip_low, self.clip_high) < 0:
+            problems.append("--value-clip, --clip-low and --clip-high must be >= 0")
+        if self.seed + self.steps * self.num_episodes > self.eval_seed and self.eval_every:
+            problems.append("training seeds would reach --eval-seed; raise --eval-seed")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def env_source(self) -> tuple[str, dict[str, Any]]:
+        kwargs = dict(self.env_kwargs)
+        if self.difficulty:
+            kwargs["difficulty"] = self.difficulty
+        return self.env, kwargs
+
+
+#: Options a resumed run may change without changing what it computes.
+RESUMABLE_CHANGES = frozenset(
+    "steps resume progress tensorboard save_every eval_every eval_episodes device "
+    "torch_threads workers out_dir backend vllm_gpu_memory_utilization".split()
+)
+
+
+def forward(model: Any, head: Any, batch: dict[str, Any], temperature: float) -> tuple[Any, ...]:
+    """One pass: token log-probs and entropies ``[b, L-1]`` (t scores token t + 1),
+    each turn's ``V(s_t)`` ``[b, T]`` (at ``turn_pos``) and every position's ``[b, L]``."""
+    import torch
+
+    out = model(
+        input_ids=batch["ids"], attention_mask=batch["attention"], output_hidden_states=True
+    )
+    logits = out.logits[:, :-1].float()
+    if temperature > 0:
+        logits = logits / temperature
+    logp_all = torch.log_softmax(logits, dim=-1)
+    logp = logp_all.gather(-1, batch["ids"][:, 1:].unsqueeze(-1)).squeeze(-1)
+    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    values = head(out.hidden_states[-1].float()).squeeze(-1)
+    return logp, entropy, values.gather(1, batch["turn_pos"]), values
+
+
+def clipped_value_loss(values: Any, old_values: Any, returns: Any, clip: float) -> Any:
+    """PPO2's value loss per turn: ``0.5 * max((V - R)^2, (V_clip - R)^2)`` with
+    ``V_clip = V_old + clamp(V - V_old, -clip, clip)``: the critic gains nothing
+    from moving further than ``clip`` from its rollout value in one batch
+    (``clip`` 0: the plain squared error)."""
+    import torch
+
+    unclipped = (values - returns) ** 2
+    if clip <= 0:
+        return 0.5 * unclipped
+    moved = old_values + torch.clamp(values - old_values, -clip, clip)
+    return 0.5 * torch.max(unclipped, (moved - returns) ** 2)
+
+
+def turn_advantages(
+    episodes: Sequence[Episode],
+    values: Sequence[Sequence[float]],
+    last_values: Sequence[float],
+    gamma: float,
+    lam: float,
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """GAE advantages and value targets per turn of each episode. An episode
+    bootstraps from ``last_values[i]`` only when it ended because its next
+    prompt would not fit the model (the task went on); terminated and
+    turn-limit episodes are worth 0 afterwards (see `turn_gae`)."""
+    pairs = [
+        turn_gae(e.rewards, v, gamma=gamma, lam=lam, last_value=last if e.context_full else 0.0)
+        for e, v, last in zip(episodes, values, last_values, strict=True)
+    ]
+    return [a for a, _ in pairs], [r for _, r in pairs]
+
+
+def _batch(episodes: Sequence[Episode], pad_id: int, device: Any) -> dict[str, Any]:
+    """Padded tensors of ``episodes`` plus where each turn's value is read
+    (``turn_pos`` ``[b, T]``, ``turn_mask``) and each episode's last position."""
+    import torch
+
+    batch = pad_tokens([e.tokens for e in episodes], None, pad_id)
+    batch["turn_pos"] = _per_turn([[s - 1 for s, _ in e.tokens.spans] for e in episodes]).long()
+    batch["turn_mask"] = _per_turn([[1.0] * len(e.turns) for e in episodes])
+    batch["last_pos"] = torch.tensor([[len(e.tokens.ids) - 1] for e in episodes])
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def _per_turn(rows: Sequence[Sequence[float]]) -> Any:
+    """``[b, T]`` float tensor of ragged per-turn rows, zero-padded."""
+    import torch
+
+    out = torch.zeros((len(rows), max(len(r) for r in rows)))
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.as_tensor(np.asarray(row, dtype=np.float32))
+    return out
+
+
+def ppo_update(
+    model: Any,
+    head: Any,
+    optimizer: Any,
+    episodes: Sequence[Episode],
+    config: PPOConfig,
+    pad_id: int,
+    dist: Any,
+) -> dict[str, float]:
+    """Score the batch once (old log-probs and values), compute GAE per turn,
+    then the clipped PPO update; returns the step's losses (over all ranks)."""
+    import torch
+
+    device = next(model.parameters()).device
+    # Every rank takes --minibatches optimizer steps per pass (the gradient sum
+    # is a collective), even over an empty share.
+    size = config.micro_batch_size
+    minibatches = []
+    for share in np.array_split(np.arange(len(episodes)), config.minibatches):
+        mine = [episodes[k] for k in share]
+        minibatches.append([mine[i : i + size] for i in range(0, len(mine), size)])
+    batches, values, returns = [], [], []
+    with torch.no_grad():
+        for chunk in (chunk for mb in minibatches for chunk in mb):
+            b = _batch(chunk, pad_id, device)
+            b["old_logp"], _, b["old_values"], every = forward(model, head, b, config.temperature)
+            old = [v[: len(e.turns)] for v, e in zip(b["old_values"].tolist(), chunk, strict=True)]
+            last = every.gather(1, b["last_pos"])[:, 0].tolist()
+            b["adv"], ret = turn_advantages(chunk, old, last, config.gamma, config.gae_lambda)
+            b["returns"], b["tokens"] = _per_turn(ret).to(device), [e.tokens for e in chunk]
+            batches.append(b)
+            values += old
+            returns += ret
+    flat = np.concatenate([a for b in batches for a in b["adv"]] or [np.zeros(0)])
+    turns_total = dist.all_sum(len(flat))
+    mean, std = 0.0, 1.0
+    if config.normalize_advantages:  # over every turn of the step, every rank's
+        mean = dist.all_sum(flat.sum()) / max(turns_total, 1.0)
+        std = np.sqrt(dist.all_sum(((flat - mean) ** 2).sum()) / max(turns_total - 1.0, 1.0))
+    for b in batches:  # each reply token gets its turn's advantage
+        adv = [(a - mean) / (std + 1e-8) for a in b["adv"]]
+        b["adv"] = pad_tokens(b.pop("tokens"), adv, pad_id)["adv"].to(device)
+    sums = dict.fromkeys(("policy", "value", "entropy", "turns", "clip_fraction", "tokens"), 0.0)
+    for _ in range(config.update_epochs):
+        first = 0
+        for mb in minibatches:
+            group = batches[first : first + len(mb)]
+            first += len(mb)
+            tokens = dist.all_sum(sum(float(b["mask"].sum()) for b in group))
+            turns = dist.all_sum(sum(float(b["turn_mask"].sum()) for b in group))
+            if turns == 0:
+                continue
+            optimizer.zero_grad(set_to_none=True)
+            for b in group:
+                logp, entropy, value, _ = forward(model, head, b, config.temperature)
+                mask, turn_mask = b["mask"], b["turn_mask"]
+                ratio = torch.exp(logp - b["old_logp"])
+                clipped = torch.clamp(ratio, 1 - config.clip_low, 1 + config.clip_high)
+                policy_tok = -torch.min(ratio * b["adv"], clipped * b["adv"])
+                value_turn = clipped_value_loss(
+                    value, b["old_values"], b["returns"], config.value_clip
+                )
+                policy_loss = ((policy_tok - config.entropy_coef * entropy) * mask).sum()
+                value_loss = (value_turn * turn_mask).sum() / turns
+                loss = policy_loss / max(tokens, 1.0) + config.value_coef * value_loss
+                loss.backward()
+                with torch.no_grad():
+                    sums["policy"] += float((policy_tok * mask).sum())
+                    sums["entropy"] += float((entropy * mask).sum())
+                    sums["value"] += float((value_turn * turn_mask).sum())
+                    sums["clip_fraction"] += float((((ratio - clipped).abs() > 0) * mask).sum())
+                    sums["tokens"] += float(mask.sum())
+                    sums["turns"] += float(turn_mask.sum())
+            dist.sum_gradients(model)
+            dist.sum_gradients(head)
+            if config.max_grad_norm > 0:  # apart: the head's gradient grows with |h|
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+                torch.nn.utils.clip_grad_norm_(head.parameters(), config.max_grad_norm)
+            optimizer.step()
+    totals = {k: dist.all_sum(v) for k, v in sums.items()}
+    v, r = np.concatenate([np.zeros(0), *values]), np.concatenate([np.zeros(0), *returns])
+    spread = dist.all_sum(((r - dist.all_sum(r.sum()) / max(turns_total, 1.0)) ** 2).sum())
+    residual = dist.all_sum(((r - v) ** 2).sum())
+    tokens, turns = max(totals["tokens"], 1.0), max(totals["turns"], 1.0)
+    return {
+        "losses/policy": totals["policy"] / tokens,
+        "losses/value": totals["value"] / turns,
+        "losses/entropy": totals["entropy"] / tokens,
+        "losses/clip_fraction": totals["clip_fraction"] / tokens,
+        # 1: the critic foresaw the targets; 0: no better than their mean.
+        "losses/explained_variance": 1.0 - residual / spread if spread > 0 else 0.0,
+        "update/trained_tokens": totals["tokens"] / config.update_epochs,
+    }
+
+
+def train(config: PPOConfig) -> dict[str, Any]:
+    """Run ``config``; returns the summary (final success rate, return, paths).
+    Under torchrun every rank runs this; rank 0 writes the run folder."""
+    import gymnasium as gym
+    import torch
+
+    from envgym.evaluation.inputs import make_evaluation_env
+    from envgym.trainers.common.checkpoint import (
+        latest_checkpoint,
+        load_checkpoint,
+        save_checkpoint,
+    )
+    from envgym.trainers.common.distributed import init_distributed
+    from envgym.trainers.common.evaluation import evaluate_checkpoint
+    from envgym.trainers.common.generation import SamplingParams
+    from envgym.trainers.common.progress import TrainProgress
+    from envgym.trainers.common.run import (
+        check_resume,
+        checkpoint_due,
+        eval_due,
+        open_run,
+        seed_everything,
+    )
+    from envgym.trainers.common.run_log import RunLog
+    from envgym.trainers.common.tokenization import ChatTokenizer
+    from envgym.trainers.common.warmup import format_warmup
+    from envgym.vector import TextVectorEnv
+
+    env_id, env_kwargs = config.env_source()
+    make_evaluation_env(env_id, env_kwargs).close()  # an unknown id or bad kwargs fail here
+    dist = init_distributed(config.device)
+    mine = dist.shard(config.num_episodes, "--num-episodes")
+    device = dist.device
+    run = open_run(config, "ppo")
+    seed_everything(config.seed, config.torch_threads)
+    model, tokenizer = load_policy(config.model, config.seed, device)
+    # The critic, zero at first (see above); the model folder never holds it.
+    head = torch.nn.Linear(model.config.hidden_size, 1).to(device)
+    torch.nn.init.zeros_(head.weight), torch.nn.init.zeros_(head.bias)
+    chat = ChatTokenizer(tokenizer)
+    params = SamplingParams(config.temperature, config.top_p, 0, config.max_new_tokens)
+    options = {"task_id": config.task_id} if config.task_id else None
+    max_context = config.max_context or getattr(model.config, "max_position_embeddings", None)
+    value_lr = config.value_learning_rate or config.learning_rate
+    groups = [{"params": model.parameters()}, {"params": head.parameters(), "lr": value_lr}]
+    optimizer = torch.optim.AdamW(groups, lr=config.learning_rate)
+    start = 0
+    if run.resume_from is not None:
+        saved = load_checkpoint(run.resume_from, model=model, optimizer=optimizer)
+        check_resume(config, saved["config"], RESUMABLE_CHANGES, run)
+        head.load_state_dict(saved["extra"]["value_head"])
+        start = saved["step"]
+    elif config.warmup_steps:
+        with TrainProgress(
+            config.warmup_steps, enabled=config.progress and dist.is_main, label="warm-up"
+        ) as bar:
+            format_warmup(
+                model,
+                chat,
+                lambda: gym.make(env_id, **env_kwargs),
+                steps=config.warmup_steps,
+                learning_rate=config.warmup_learning_rate,
+                seed=config.seed + 10**8,
+                options=options,
+                system_prompt=config.system_prompt,
+                on_step=lambda k, loss: bar.advance(k + 1, f"loss {loss:.3f}"),
+            )
+    dist.broadcast_model(model)  # every rank starts from rank 0's weights
+    dist.broadcast_model(head)
+    if dist.rank:  # each rank samples its own replies (rank 0's stream resumes exactly)
+        torch.manual_seed(config.seed + dist.rank + 100_003 * start)
+    config_dict = dataclasses.asdict(config)
+    backend = make_backend(
+        config.backend,
+        model,
+        tokenizer,
+        chat.stop_token_ids,
+        gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+        seed=config.seed + dist.rank,
+    )
+    envs = TextVectorEnv(
+        (env_id, env_kwargs), num_envs=len(mine), group_size=1, workers=config.workers
+    )
+    history: list[dict[str, float]] = []
+    evals: list[Path] = []
+    run_log = (
+        RunLog(
+            run.out_dir,
+            tensorboard=config.tensorboard,
+            config=config_dict,
+            resume_step=start if run.resume_from is not None else None,
+        )
+        if dist.is_main
+        else contextlib.nullcontext()
+    )
+    show = config.progress and dist.is_main
+    with envs, run_log, TrainProgress(config.steps, start, enabled=show) as progress:
+        for step in range(start, config.steps):
+            t_step = time.perf_counter()
+            played, times = collect_rollouts(
+                envs,
+                backend,
+                chat,
+                params,
+                seed=config.seed + step * config.num_episodes + mine.start,
+                options=options,
+                system_prompt=config.system_prompt,
+                max_tokens=max_context,
+            )
+            backend.sleep()  # a vLLM engine gives its memory back for the update
+            # A crashed env's episode says nothing; one cut before its first reply has no turn.
+            episodes = [e for e in played if e.error is None and e.turns]
+            t_update = time.perf_counter()
+            losses = {}
+            if dist.all_sum(len(episodes)):
+                losses = ppo_update(
+                    model, head, optimizer, episodes, config, tokenizer.pad_token_id, dist
+                )
+            backend.sync_weights(model)
+            update_s = time.perf_counter() - t_update
+            # Every rank's episodes count in the logged rates (rank 0 logs them).
+            ours = [(e.success, e.episode_return, len(e.turns), e.context_full) for e in played]
+            summaries = [s for part in dist.gather(ours) for s in part]
+            metrics = {
+                "charts/success_rate": float(np.mean([s[0] for s in summaries])),
+                "charts/episodic_return": float(np.mean([s[1] for s in summaries])),
+                "charts/episode_turns": float(np.mean([s[2] for s in summaries])),
+                "charts/learning_rate": config.learning_rate,
+                "charts/episodes": float(len(summaries)),
+                **losses,
+                "rollout/tokens_per_s": times.generated_tokens / max(times.generation_s, 1e-9),
+                "rollout/generation_s": times.generation_s,
+                "rollout/env_s": times.env_s,
+                "rollout/tokenization_s": times.tokenization_s,
+                "rollout/context_full": float(sum(s[3] for s in summaries)),
+                "update/update_s": update_s,
+                "update/trained_episodes": dist.all_sum(len(episodes)),
+                "time/step_s": time.perf_counter() - t_step,
+            }
+            done = step + 1
+            if checkpoint_due(config, done) and dist.is_main:
+                path = save_checkpoint(
+                    run.checkpoints,
+                    step=done,
+                    model=model,
+                    tokenizer=tokenizer,
+                    optimizer=optimizer,
+                    config=config_dict,
+                    extra={"value_head": head.state_dict()},  # trainer state, not the agent
+                )
+                if eval_due(config, done):
+                    results, results_path = evaluate_checkpoint(
+                        path, config, run.out_dir / "eval" / f"step_{done:06d}.json", device
+                    )
+                    evals.append(results_path)
+                    metrics["eval/success_rate"] = results["summary"]["success_rate"]
+                    metrics["eval/mean_return"] = results["summary"]["mean_return"]
+            if dist.is_main:
+                run_log.log(done, metrics)
+            history.append(metrics)
+            progress.update(done, metrics)
+            dist.barrier()  # the others wait while rank 0 saves and evaluates
+    backend.close()
+    dist.close()
+    return {
+        "out_dir": str(run.out_dir),
+        "steps": config.steps,
+        "success_rate": history[-1]["charts/success_rate"] if history else None,
+        "episodic_return": history[-1]["charts/episodic_return"] if history else None,
+        "eval_results": [str(p) for p in evals],
+        "checkpoint": str(latest_checkpoint(run.checkpoints)),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m envgym.trainers.ppo``: parse the options, train, print the summary."""
+    from envgym.trainers.common.progress import print_summary
+
+    parser = config_parser(PPOConfig)
+    parser.prog = "python -m envgym.trainers.ppo"
+    args = parser.parse_args(argv)
+    try:
+        summary = train(config_from_args(PPOConfig, args))
+    except KeyError as exc:  # an unknown env id, with the registry's suggestions
+        parser.exit(2, f"{parser.prog}: error: {exc.args[0]}\n")
+    except (ValueError, FileNotFoundError, FileExistsError) as exc:  # bad options, data, paths
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    print_summary("PPO", summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
