@@ -49,7 +49,13 @@ import numpy as np
 
 from envgym.trainers.common.advantages import turn_gae
 from envgym.trainers.common.config import config_from_args, config_parser, option
-from envgym.trainers.common.policy import BACKENDS, load_policy, make_backend, pad_tokens
+from envgym.trainers.common.policy import (
+    BACKENDS,
+    load_policy,
+    logprobs_from_logits,
+    make_backend,
+    pad_tokens,
+)
 from envgym.trainers.common.rollout import Episode, collect_rollouts
 
 __all__ = ["PPOConfig", "clipped_value_loss", "main", "train", "turn_advantages"]
@@ -140,17 +146,10 @@ RESUMABLE_CHANGES = frozenset(
 def forward(model: Any, head: Any, batch: dict[str, Any], temperature: float) -> tuple[Any, ...]:
     """One pass: token log-probs and entropies ``[b, L-1]`` (t scores token t + 1),
     each turn's ``V(s_t)`` ``[b, T]`` (at ``turn_pos``) and every position's ``[b, L]``."""
-    import torch
-
     out = model(
         input_ids=batch["ids"], attention_mask=batch["attention"], output_hidden_states=True
     )
-    logits = out.logits[:, :-1].float()
-    if temperature > 0:
-        logits = logits / temperature
-    logp_all = torch.log_softmax(logits, dim=-1)
-    logp = logp_all.gather(-1, batch["ids"][:, 1:].unsqueeze(-1)).squeeze(-1)
-    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    logp, entropy = logprobs_from_logits(out.logits, batch["ids"], temperature)
     values = head(out.hidden_states[-1].float()).squeeze(-1)
     return logp, entropy, values.gather(1, batch["turn_pos"]), values
 

@@ -16,7 +16,14 @@ from typing import Any
 
 from envgym.trainers.common.tokenization import EpisodeTokens
 
-__all__ = ["BACKENDS", "load_policy", "make_backend", "pad_tokens", "token_logprobs"]
+__all__ = [
+    "BACKENDS",
+    "load_policy",
+    "logprobs_from_logits",
+    "make_backend",
+    "pad_tokens",
+    "token_logprobs",
+]
 
 #: The generation engines `make_backend` knows.
 BACKENDS = ("transformers", "vllm")
@@ -48,9 +55,16 @@ def load_policy(model: str, seed: int, device: str) -> tuple[Any, Any]:
 def token_logprobs(model: Any, ids: Any, attention: Any, temperature: float) -> tuple[Any, Any]:
     """Per-token log-prob of each token given the ones before it, and the
     entropy there; both ``[batch, len - 1]`` (position t scores token t + 1)."""
+    logits = model(input_ids=ids, attention_mask=attention).logits
+    return logprobs_from_logits(logits, ids, temperature)
+
+
+def logprobs_from_logits(logits: Any, ids: Any, temperature: float) -> tuple[Any, Any]:
+    """`token_logprobs` from a forward pass's ``logits`` ``[batch, len, vocab]``
+    (for a trainer that needs more of the same pass, e.g. hidden states)."""
     import torch
 
-    logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
+    logits = logits[:, :-1].float()
     if temperature > 0:
         logits = logits / temperature
     logp_all = torch.log_softmax(logits, dim=-1)
