@@ -2,10 +2,15 @@
 one GRPO update on its share of a fixed batch and saves its weights.
 
     torchrun --standalone --nproc_per_node 2 tests/distributed_update.py OUT_DIR LOSS_AGG
+
+`torchrun` starts such a run from a test (two CPU processes, Gloo on the
+loopback interface).
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,6 +29,18 @@ BATCH = (
     ("<answer>Left</answer>", 0.5),
     ("<answer>Up</answer> up up", -0.25),
 )
+
+
+def torchrun(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """``torchrun --standalone --nproc_per_node 2 ARGS`` on the CPU; with
+    ``check``, fail the test (showing the ranks' errors) unless it exits 0."""
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    command += ["--nproc_per_node", "2", *args]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    if check:
+        assert done.returncode == 0, done.stderr[-3000:]
+    return done
 
 
 def batch(chat: ChatTokenizer) -> tuple[list[Episode], list[list[float]]]:

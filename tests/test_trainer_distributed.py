@@ -6,9 +6,6 @@ rank's episodes and writes one run folder."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,29 +13,17 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from distributed_update import batch, torchrun, update  # noqa: E402
+
 HERE = Path(__file__).parent
-
-
-def _torchrun(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-    command += ["--nproc_per_node", "2", *args]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
 
 
 @pytest.mark.parametrize("loss_agg", ["token-mean", "sequence-mean"])
 def test_two_ranks_on_half_a_batch_each_take_the_one_process_step(tmp_path, loss_agg):
-    sys.path.insert(0, str(HERE))
-    try:
-        from distributed_update import batch, update
-    finally:
-        sys.path.remove(str(HERE))
     from envgym.trainers.common.tiny import build_tiny_model
     from envgym.trainers.common.tokenization import ChatTokenizer
 
-    _torchrun(str(HERE / "distributed_update.py"), str(tmp_path), loss_agg)
+    torchrun(str(HERE / "distributed_update.py"), str(tmp_path), loss_agg)
     ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
     tokenizer = build_tiny_model(seed=3, initializer_range=0.5)[1]
     episodes, advantages = batch(ChatTokenizer(tokenizer))
@@ -58,7 +43,7 @@ def test_two_ranks_on_half_a_batch_each_take_the_one_process_step(tmp_path, loss
 
 def test_grpo_under_torchrun_plays_every_ranks_groups_and_logs_once(tmp_path):
     out = tmp_path / "run"
-    _torchrun(
+    torchrun(
         "-m", "envgym.trainers.grpo",
         "--env", "envgym/FrozenLake-v0",
         "--env-kwargs", '{"max_turns": 2}',
@@ -80,10 +65,9 @@ def test_grpo_under_torchrun_plays_every_ranks_groups_and_logs_once(tmp_path):
 
 
 def test_groups_that_do_not_split_over_the_ranks_are_refused(tmp_path):
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-    command += ["--nproc_per_node", "2", "-m", "envgym.trainers.grpo", "--num-groups", "3"]
-    command += ["--steps", "1", "--no-progress", "--out-dir", str(tmp_path / "r")]
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    done = torchrun(
+        "-m", "envgym.trainers.grpo", "--num-groups", "3", "--steps", "1", "--no-progress",
+        "--out-dir", str(tmp_path / "r"), check=False,
+    )  # fmt: skip
     assert done.returncode != 0
     assert "--num-groups 3 does not split over 2 processes" in done.stderr

@@ -29,6 +29,8 @@ from envgym.trainers.common.rollout import Episode, TurnRecord
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from distributed_update import torchrun  # noqa: E402
+
 from envgym.trainers.common.run_log import read_metrics  # noqa: E402
 from envgym.trainers.ppo import (  # noqa: E402
     PPOConfig,
@@ -388,23 +390,11 @@ def _update(episodes, dist=None):
     return {**model.state_dict(), **{f"value_head.{k}": v for k, v in head.state_dict().items()}}
 
 
-def _torchrun(*args: str):
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-    command += ["--nproc_per_node", "2", *args]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
 def test_two_ranks_on_half_a_batch_each_take_the_one_process_step(tmp_path):
     from envgym.trainers.common.tiny import build_tiny_model
     from envgym.trainers.common.tokenization import ChatTokenizer
 
-    _torchrun(__file__, str(tmp_path))
+    torchrun(__file__, str(tmp_path))
     ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
     episodes = _two_turn_batch(ChatTokenizer(build_tiny_model(seed=3)[1]))
     # Rank r holds episodes 2r and 2r + 1, and minibatch k is slice k of every rank's:
@@ -421,7 +411,7 @@ def test_two_ranks_on_half_a_batch_each_take_the_one_process_step(tmp_path):
 
 def test_ppo_under_torchrun_plays_every_ranks_episodes_and_logs_once(tmp_path):
     out = tmp_path / "run"
-    _torchrun(
+    torchrun(
         "-m", "envgym.trainers.ppo", "--env", "envgym/FrozenLake-v0",
         "--env-kwargs", '{"max_turns": 2}', "--steps", "2", "--num-episodes", "4",
         "--max-new-tokens", "6", "--torch-threads", "1", "--no-progress", "--no-tensorboard",
