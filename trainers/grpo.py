@@ -20,20 +20,19 @@ of held-out seeds that ``envgym submit`` and the leaderboard accept.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import dataclasses
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from envgym.trainers.common.advantages import ESTIMATORS, compute_advantages, zero_variance_groups
-from envgym.trainers.common.config import config_from_args, config_parser, option
+from envgym.trainers.common.config import option
 from envgym.trainers.common.distributed import Distributed
 from envgym.trainers.common.policy import BACKENDS, pad_tokens, token_logprobs
 from envgym.trainers.common.rollout import Episode
@@ -234,26 +233,22 @@ def train(config: GRPOConfig) -> dict[str, Any]:
     import torch
 
     from envgym.evaluation.inputs import make_evaluation_env
-    from envgym.trainers.common.checkpoint import (
-        latest_checkpoint,
-        load_checkpoint,
-        load_weights,
-        save_checkpoint,
-    )
+    from envgym.trainers.common.checkpoint import load_weights
     from envgym.trainers.common.distributed import init_distributed
-    from envgym.trainers.common.evaluation import evaluate_checkpoint
+    from envgym.trainers.common.evaluation import evaluate_step
     from envgym.trainers.common.generation import SamplingParams
     from envgym.trainers.common.policy import load_policy, make_backend
     from envgym.trainers.common.progress import TrainProgress
     from envgym.trainers.common.rollout import collect_rollouts
     from envgym.trainers.common.run import (
-        check_resume,
-        checkpoint_due,
-        eval_due,
+        open_log,
         open_run,
+        resume_or_warm_up,
+        rollout_metrics,
+        run_summary,
+        save_and_evaluate,
         seed_everything,
     )
-    from envgym.trainers.common.run_log import RunLog
     from envgym.trainers.common.tokenization import ChatTokenizer
     from envgym.trainers.common.warmup import format_warmup
     from envgym.vector import TextVectorEnv
@@ -262,43 +257,38 @@ def train(config: GRPOConfig) -> dict[str, Any]:
     make_evaluation_env(env_id, env_kwargs).close()  # an unknown id or bad kwargs fail here
     dist = init_distributed(config.device)
     my_groups = dist.shard(config.num_groups)
-    device = dist.device
     run = open_run(config, "grpo")
     seed_everything(config.seed, config.torch_threads)
-    model, tokenizer = load_policy(config.model, config.seed, device)
+    model, tokenizer = load_policy(config.model, config.seed, dist.device)
     chat = ChatTokenizer(tokenizer)
     params = SamplingParams(config.temperature, config.top_p, 0, config.max_new_tokens)
     options = {"task_id": config.task_id} if config.task_id else None
     max_context = config.max_context or getattr(model.config, "max_position_embeddings", None)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
-    start = 0
-    if run.resume_from is not None:
-        saved = load_checkpoint(run.resume_from, model=model, optimizer=optimizer)
-        check_resume(config, saved["config"], RESUMABLE_CHANGES, run)
-        start = saved["step"]
-    elif config.warmup_steps:
-        with TrainProgress(
-            config.warmup_steps, enabled=config.progress and dist.is_main, label="warm-up"
-        ) as bar:
-            format_warmup(
-                model,
-                chat,
-                lambda: gym.make(env_id, **env_kwargs),
-                steps=config.warmup_steps,
-                learning_rate=config.warmup_learning_rate,
-                seed=config.seed + 10**8,
-                options=options,
-                system_prompt=config.system_prompt,
-                on_step=lambda k, loss: bar.advance(k + 1, f"loss {loss:.3f}"),
-            )
-    dist.broadcast_model(model)  # every rank starts from rank 0's weights
-    if dist.rank:  # each rank samples its own replies (rank 0's stream resumes exactly)
-        torch.manual_seed(config.seed + dist.rank + 100_003 * start)
-    config_dict = dataclasses.asdict(config)
+    saved = resume_or_warm_up(
+        config,
+        run,
+        dist,
+        model=model,
+        optimizer=optimizer,
+        resumable=RESUMABLE_CHANGES,
+        warm_up=lambda on_step: format_warmup(
+            model,
+            chat,
+            lambda: gym.make(env_id, **env_kwargs),
+            steps=config.warmup_steps,
+            learning_rate=config.warmup_learning_rate,
+            seed=config.seed + 10**8,
+            options=options,
+            system_prompt=config.system_prompt,
+            on_step=on_step,
+        ),
+    )
+    start = saved["step"] if saved else 0
     ref_model = None
     if config.kl_coef > 0:  # the policy RL starts from, warm-up included, kept beside the run
         reference = run.checkpoints / "reference"
-        if run.resume_from is None and dist.is_main:
+        if saved is None and dist.is_main:
             model.save_pretrained(reference)
         dist.barrier()
         ref_model = copy.deepcopy(model).eval()
@@ -319,21 +309,15 @@ def train(config: GRPOConfig) -> dict[str, Any]:
     )
     history: list[dict[str, float]] = []
     evals: list[Path] = []
-    run_log = (
-        RunLog(
-            run.out_dir,
-            tensorboard=config.tensorboard,
-            config=config_dict,
-            resume_step=start if run.resume_from is not None else None,
-        )
-        if dist.is_main
-        else contextlib.nullcontext()
-    )
     show = config.progress and dist.is_main
-    with envs, run_log, TrainProgress(config.steps, start, enabled=show) as progress:
+    with (
+        envs,
+        open_log(run, config, dist, start) as run_log,
+        TrainProgress(config.steps, start, enabled=show) as progress,
+    ):
         for step in range(start, config.steps):
             t_step = time.perf_counter()
-            episodes, times = collect_rollouts(
+            played, times = collect_rollouts(
                 envs,
                 backend,
                 chat,
@@ -344,10 +328,7 @@ def train(config: GRPOConfig) -> dict[str, Any]:
                 max_tokens=max_context,
             )
             backend.sleep()  # a vLLM engine gives its memory back for the update
-            played = episodes
-            episodes = [
-                e for e in episodes if e.error is None
-            ]  # a crashed env's episode says nothing
+            episodes = [e for e in played if e.error is None]  # a crashed env's says nothing
             advantages = compute_advantages(
                 [e.group for e in episodes],
                 [e.rewards for e in episodes],
@@ -375,84 +356,46 @@ def train(config: GRPOConfig) -> dict[str, Any]:
                     dist,
                 )
             backend.sync_weights(model)
-            update_s = time.perf_counter() - t_update
-            step_s = time.perf_counter() - t_step
-            # Every rank's episodes count in the logged rates (rank 0 logs them).
-            played = [e for part in dist.gather(_summaries(played)) for e in part]
             metrics = {
-                "charts/success_rate": float(np.mean([e[0] for e in played])),
-                "charts/episodic_return": float(np.mean([e[1] for e in played])),
-                "charts/episode_turns": float(np.mean([e[2] for e in played])),
-                "charts/learning_rate": config.learning_rate,
-                "charts/episodes": float(len(played)),
+                **rollout_metrics(dist, played, times, config.learning_rate),
                 **losses,
-                "rollout/tokens_per_s": times.generated_tokens / max(times.generation_s, 1e-9),
-                "rollout/generation_s": times.generation_s,
-                "rollout/env_s": times.env_s,
-                "rollout/tokenization_s": times.tokenization_s,
-                "update/update_s": update_s,
+                "update/update_s": time.perf_counter() - t_update,
                 "update/dropped_groups": dist.all_sum(len(dropped)),
                 "update/trained_episodes": dist.all_sum(len(kept)),
                 "update/trained_tokens": dist.all_sum(
                     sum(sum(episodes[k].tokens.loss_mask) for k in kept)
                 ),
-                "rollout/context_full": float(sum(e[3] for e in played)),
-                "time/step_s": step_s,
+                "time/step_s": time.perf_counter() - t_step,
             }
             done = step + 1
-            if checkpoint_due(config, done) and dist.is_main:
-                path = save_checkpoint(
-                    run.checkpoints,
-                    step=done,
-                    model=model,
-                    tokenizer=tokenizer,
-                    optimizer=optimizer,
-                    config=config_dict,
-                )
-                if eval_due(config, done):
-                    results, results_path = evaluate_checkpoint(
-                        path, config, run.out_dir / "eval" / f"step_{done:06d}.json", device
-                    )
-                    evals.append(results_path)
-                    metrics["eval/success_rate"] = results["summary"]["success_rate"]
-                    metrics["eval/mean_return"] = results["summary"]["mean_return"]
+            scores, files = save_and_evaluate(
+                run,
+                config,
+                dist,
+                done,
+                model=model,
+                tokenizer=tokenizer,
+                optimizer=optimizer,
+                evaluate=partial(
+                    evaluate_step, config=config, out_dir=run.out_dir, device=dist.device
+                ),
+            )
+            metrics.update(scores)
+            evals += files
             if dist.is_main:
                 run_log.log(done, metrics)
             history.append(metrics)
             progress.update(done, metrics)
-            dist.barrier()  # the others wait while rank 0 saves and evaluates
     backend.close()
     dist.close()
-    return {
-        "out_dir": str(run.out_dir),
-        "steps": config.steps,
-        "success_rate": history[-1]["charts/success_rate"] if history else None,
-        "episodic_return": history[-1]["charts/episodic_return"] if history else None,
-        "eval_results": [str(p) for p in evals],
-        "checkpoint": str(latest_checkpoint(run.checkpoints)),
-    }
-
-
-def _summaries(episodes: Sequence[Episode]) -> list[tuple[bool, float, int, bool]]:
-    """(success, return, turns, context full) per episode: what the logs average."""
-    return [(e.success, e.episode_return, len(e.turns), e.context_full) for e in episodes]
+    return run_summary(run, config, history, evals)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m envgym.trainers.grpo``: parse the options, train, print the summary."""
-    from envgym.trainers.common.progress import print_summary
+    from envgym.trainers.common.run import run_main
 
-    parser = config_parser(GRPOConfig)
-    parser.prog = "python -m envgym.trainers.grpo"
-    args = parser.parse_args(argv)
-    try:
-        summary = train(config_from_args(GRPOConfig, args))
-    except KeyError as exc:  # an unknown env id, with the registry's suggestions
-        parser.exit(2, f"{parser.prog}: error: {exc.args[0]}\n")
-    except (ValueError, FileNotFoundError, FileExistsError) as exc:  # bad options, data, paths
-        parser.exit(2, f"{parser.prog}: error: {exc}\n")
-    print_summary("GRPO", summary)
-    return 0
+    return run_main("grpo", "GRPO", GRPOConfig, train, argv)
 
 
 if __name__ == "__main__":

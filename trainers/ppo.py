@@ -36,19 +36,18 @@ and data parallel under torchrun work as in `envgym.trainers.grpo`.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from envgym.trainers.common.advantages import turn_gae
-from envgym.trainers.common.config import config_from_args, config_parser, option
+from envgym.trainers.common.config import option
 from envgym.trainers.common.policy import (
     BACKENDS,
     load_policy,
@@ -310,23 +309,19 @@ def train(config: PPOConfig) -> dict[str, Any]:
     import torch
 
     from envgym.evaluation.inputs import make_evaluation_env
-    from envgym.trainers.common.checkpoint import (
-        latest_checkpoint,
-        load_checkpoint,
-        save_checkpoint,
-    )
     from envgym.trainers.common.distributed import init_distributed
-    from envgym.trainers.common.evaluation import evaluate_checkpoint
+    from envgym.trainers.common.evaluation import evaluate_step
     from envgym.trainers.common.generation import SamplingParams
     from envgym.trainers.common.progress import TrainProgress
     from envgym.trainers.common.run import (
-        check_resume,
-        checkpoint_due,
-        eval_due,
+        open_log,
         open_run,
+        resume_or_warm_up,
+        rollout_metrics,
+        run_summary,
+        save_and_evaluate,
         seed_everything,
     )
-    from envgym.trainers.common.run_log import RunLog
     from envgym.trainers.common.tokenization import ChatTokenizer
     from envgym.trainers.common.warmup import format_warmup
     from envgym.vector import TextVectorEnv
@@ -349,32 +344,29 @@ def train(config: PPOConfig) -> dict[str, Any]:
     value_lr = config.value_learning_rate or config.learning_rate
     groups = [{"params": model.parameters()}, {"params": head.parameters(), "lr": value_lr}]
     optimizer = torch.optim.AdamW(groups, lr=config.learning_rate)
-    start = 0
-    if run.resume_from is not None:
-        saved = load_checkpoint(run.resume_from, model=model, optimizer=optimizer)
-        check_resume(config, saved["config"], RESUMABLE_CHANGES, run)
+    saved = resume_or_warm_up(
+        config,
+        run,
+        dist,
+        model=model,
+        optimizer=optimizer,
+        resumable=RESUMABLE_CHANGES,
+        warm_up=lambda on_step: format_warmup(
+            model,
+            chat,
+            lambda: gym.make(env_id, **env_kwargs),
+            steps=config.warmup_steps,
+            learning_rate=config.warmup_learning_rate,
+            seed=config.seed + 10**8,
+            options=options,
+            system_prompt=config.system_prompt,
+            on_step=on_step,
+        ),
+    )
+    start = saved["step"] if saved else 0
+    if saved is not None:
         head.load_state_dict(saved["extra"]["value_head"])
-        start = saved["step"]
-    elif config.warmup_steps:
-        with TrainProgress(
-            config.warmup_steps, enabled=config.progress and dist.is_main, label="warm-up"
-        ) as bar:
-            format_warmup(
-                model,
-                chat,
-                lambda: gym.make(env_id, **env_kwargs),
-                steps=config.warmup_steps,
-                learning_rate=config.warmup_learning_rate,
-                seed=config.seed + 10**8,
-                options=options,
-                system_prompt=config.system_prompt,
-                on_step=lambda k, loss: bar.advance(k + 1, f"loss {loss:.3f}"),
-            )
-    dist.broadcast_model(model)  # every rank starts from rank 0's weights
     dist.broadcast_model(head)
-    if dist.rank:  # each rank samples its own replies (rank 0's stream resumes exactly)
-        torch.manual_seed(config.seed + dist.rank + 100_003 * start)
-    config_dict = dataclasses.asdict(config)
     backend = make_backend(
         config.backend,
         model,
@@ -388,18 +380,12 @@ def train(config: PPOConfig) -> dict[str, Any]:
     )
     history: list[dict[str, float]] = []
     evals: list[Path] = []
-    run_log = (
-        RunLog(
-            run.out_dir,
-            tensorboard=config.tensorboard,
-            config=config_dict,
-            resume_step=start if run.resume_from is not None else None,
-        )
-        if dist.is_main
-        else contextlib.nullcontext()
-    )
     show = config.progress and dist.is_main
-    with envs, run_log, TrainProgress(config.steps, start, enabled=show) as progress:
+    with (
+        envs,
+        open_log(run, config, dist, start) as run_log,
+        TrainProgress(config.steps, start, enabled=show) as progress,
+    ):
         for step in range(start, config.steps):
             t_step = time.perf_counter()
             played, times = collect_rollouts(
@@ -423,75 +409,43 @@ def train(config: PPOConfig) -> dict[str, Any]:
                 )
             backend.sync_weights(model)
             update_s = time.perf_counter() - t_update
-            # Every rank's episodes count in the logged rates (rank 0 logs them).
-            ours = [(e.success, e.episode_return, len(e.turns), e.context_full) for e in played]
-            summaries = [s for part in dist.gather(ours) for s in part]
             metrics = {
-                "charts/success_rate": float(np.mean([s[0] for s in summaries])),
-                "charts/episodic_return": float(np.mean([s[1] for s in summaries])),
-                "charts/episode_turns": float(np.mean([s[2] for s in summaries])),
-                "charts/learning_rate": config.learning_rate,
-                "charts/episodes": float(len(summaries)),
+                **rollout_metrics(dist, played, times, config.learning_rate),
                 **losses,
-                "rollout/tokens_per_s": times.generated_tokens / max(times.generation_s, 1e-9),
-                "rollout/generation_s": times.generation_s,
-                "rollout/env_s": times.env_s,
-                "rollout/tokenization_s": times.tokenization_s,
-                "rollout/context_full": float(sum(s[3] for s in summaries)),
                 "update/update_s": update_s,
                 "update/trained_episodes": dist.all_sum(len(episodes)),
                 "time/step_s": time.perf_counter() - t_step,
             }
             done = step + 1
-            if checkpoint_due(config, done) and dist.is_main:
-                path = save_checkpoint(
-                    run.checkpoints,
-                    step=done,
-                    model=model,
-                    tokenizer=tokenizer,
-                    optimizer=optimizer,
-                    config=config_dict,
-                    extra={"value_head": head.state_dict()},  # trainer state, not the agent
-                )
-                if eval_due(config, done):
-                    results, results_path = evaluate_checkpoint(
-                        path, config, run.out_dir / "eval" / f"step_{done:06d}.json", device
-                    )
-                    evals.append(results_path)
-                    metrics["eval/success_rate"] = results["summary"]["success_rate"]
-                    metrics["eval/mean_return"] = results["summary"]["mean_return"]
+            scores, files = save_and_evaluate(
+                run,
+                config,
+                dist,
+                done,
+                model=model,
+                tokenizer=tokenizer,
+                optimizer=optimizer,
+                extra={"value_head": head.state_dict()},  # trainer state, not the agent
+                evaluate=partial(
+                    evaluate_step, config=config, out_dir=run.out_dir, device=dist.device
+                ),
+            )
+            metrics.update(scores)
+            evals += files
             if dist.is_main:
                 run_log.log(done, metrics)
             history.append(metrics)
             progress.update(done, metrics)
-            dist.barrier()  # the others wait while rank 0 saves and evaluates
     backend.close()
     dist.close()
-    return {
-        "out_dir": str(run.out_dir),
-        "steps": config.steps,
-        "success_rate": history[-1]["charts/success_rate"] if history else None,
-        "episodic_return": history[-1]["charts/episodic_return"] if history else None,
-        "eval_results": [str(p) for p in evals],
-        "checkpoint": str(latest_checkpoint(run.checkpoints)),
-    }
+    return run_summary(run, config, history, evals)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m envgym.trainers.ppo``: parse the options, train, print the summary."""
-    from envgym.trainers.common.progress import print_summary
+    from envgym.trainers.common.run import run_main
 
-    parser = config_parser(PPOConfig)
-    parser.prog = "python -m envgym.trainers.ppo"
-    args = parser.parse_args(argv)
-    try:
-        summary = train(config_from_args(PPOConfig, args))
-    except KeyError as exc:  # an unknown env id, with the registry's suggestions
-        parser.exit(2, f"{parser.prog}: error: {exc.args[0]}\n")
-    except (ValueError, FileNotFoundError, FileExistsError) as exc:  # bad options, data, paths
-        parser.exit(2, f"{parser.prog}: error: {exc}\n")
-    print_summary("PPO", summary)
-    return 0
+    return run_main("ppo", "PPO", PPOConfig, train, argv)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from envgym.evaluation.batch import evaluate_many
 from envgym.evaluation.results_file import write_results
 from envgym.trainers.common.checkpoint import MODEL_DIR
 
-__all__ = ["evaluate_checkpoint"]
+__all__ = ["evaluate_checkpoint", "evaluate_step"]
 
 
 def evaluate_checkpoint(
@@ -42,3 +42,18 @@ def evaluate_checkpoint(
         },
     )[0]
     return results, write_results(results, results_path)
+
+
+def evaluate_step(
+    checkpoint: Path, done: int, *, config: Any, out_dir: Path, device: str
+) -> tuple[dict[str, float], list[Path]]:
+    """`evaluate_checkpoint` after step ``done``, written to
+    ``out_dir/eval/step_N.json``: the ``eval/`` metrics and that file."""
+    results, path = evaluate_checkpoint(
+        checkpoint, config, out_dir / "eval" / f"step_{done:06d}.json", device
+    )
+    summary = results["summary"]
+    return {
+        "eval/success_rate": summary["success_rate"],
+        "eval/mean_return": summary["mean_return"],
+    }, [path]

@@ -1,28 +1,53 @@
-"""What every trainer does around its loop: the run folder, resuming, seeds,
-and when to save and evaluate.
+"""What every trainer does around its loop: the run folder, resuming or
+warming up, the log, saving and evaluating, the summary and the command line.
 
 `open_run` picks the run folder and refuses to write over a finished run
-(``--resume`` continues it instead); `check_resume` refuses a resume whose
-options would compute something else than the run it continues; `seed_everything`
-seeds Python, numpy and torch. A trainer's config is a dataclass with at least
-``env``, ``out_dir``, ``resume``, ``save_every``, ``eval_every`` and ``steps``.
+(``--resume`` continues it instead); `resume_or_warm_up` loads the checkpoint
+a run resumes from (refusing options that would compute something else,
+`check_resume`) or runs the format warm-up, then gives every rank rank 0's
+weights; `open_log` is the run's `RunLog` on rank 0; `rollout_metrics` are
+the episode and rollout charts over every rank's episodes; `save_and_evaluate`
+checkpoints and evaluates when due; `run_summary` and `run_main` end a run
+and make ``python -m envgym.trainers.<name>``. A trainer's config is a
+dataclass with at least ``env``, ``out_dir``, ``resume``, ``save_every``,
+``eval_every``, ``steps``, ``seed``, ``progress``, ``tensorboard``,
+``warmup_steps``, ``warmup_learning_rate`` and ``system_prompt``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from envgym.trainers.common.checkpoint import latest_checkpoint
+from envgym.trainers.common.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from envgym.trainers.common.config import config_from_args, config_parser
+from envgym.trainers.common.distributed import Distributed
+from envgym.trainers.common.progress import TrainProgress, print_summary
+from envgym.trainers.common.rollout import Episode, RolloutTimes
+from envgym.trainers.common.run_log import RunLog
 
-__all__ = ["RunDir", "check_resume", "checkpoint_due", "eval_due", "open_run", "seed_everything"]
+__all__ = [
+    "RunDir",
+    "check_resume",
+    "checkpoint_due",
+    "eval_due",
+    "open_log",
+    "open_run",
+    "resume_or_warm_up",
+    "rollout_metrics",
+    "run_main",
+    "run_summary",
+    "save_and_evaluate",
+    "seed_everything",
+]
 
 
 @dataclass(frozen=True)
@@ -94,3 +119,141 @@ def checkpoint_due(config: Any, done: int) -> bool:
         or done == config.steps
         or eval_due(config, done)
     )
+
+
+def resume_or_warm_up(
+    config: Any,
+    run: RunDir,
+    dist: Distributed,
+    *,
+    model: Any,
+    optimizer: Any,
+    resumable: frozenset[str],
+    warm_up: Callable[[Callable[[int, float], None]], Any] | None = None,
+) -> dict[str, Any] | None:
+    """Load the checkpoint ``run`` resumes from into ``model`` and
+    ``optimizer`` and return what it saved (``step``, ``config``, ``extra``),
+    or else call ``warm_up(on_step)`` when ``config.warmup_steps`` (with a
+    progress bar) and return None. Then every rank gets rank 0's weights, and
+    every rank but 0 reseeds torch so that ranks sample different replies (rank
+    0's stream resumes exactly)."""
+    import torch
+
+    saved = None
+    if run.resume_from is not None:
+        saved = load_checkpoint(run.resume_from, model=model, optimizer=optimizer)
+        check_resume(config, saved["config"], resumable, run)
+    elif config.warmup_steps and warm_up is not None:
+        enabled = config.progress and dist.is_main
+        with TrainProgress(config.warmup_steps, enabled=enabled, label="warm-up") as bar:
+            warm_up(lambda k, loss: bar.advance(k + 1, f"loss {loss:.3f}"))
+    dist.broadcast_model(model)
+    if dist.rank:
+        start = saved["step"] if saved else 0
+        torch.manual_seed(config.seed + dist.rank + 100_003 * start)
+    return saved
+
+
+def open_log(run: RunDir, config: Any, dist: Distributed, start: int) -> Any:
+    """The run's `RunLog` on rank 0 (a resumed run's from step ``start``);
+    an empty context on the other ranks, which log nothing."""
+    if not dist.is_main:
+        return contextlib.nullcontext()
+    return RunLog(
+        run.out_dir,
+        tensorboard=config.tensorboard,
+        config=dataclasses.asdict(config),
+        resume_step=start if run.resume_from is not None else None,
+    )
+
+
+def rollout_metrics(
+    dist: Distributed, played: Sequence[Episode], times: RolloutTimes, learning_rate: float
+) -> dict[str, float]:
+    """The ``charts/`` rates over every rank's episodes, and this rank's
+    ``rollout/`` timings."""
+    mine = [(e.success, e.episode_return, len(e.turns), e.context_full) for e in played]
+    every = [s for part in dist.gather(mine) for s in part]
+    return {
+        "charts/success_rate": float(np.mean([s[0] for s in every])),
+        "charts/episodic_return": float(np.mean([s[1] for s in every])),
+        "charts/episode_turns": float(np.mean([s[2] for s in every])),
+        "charts/learning_rate": learning_rate,
+        "charts/episodes": float(len(every)),
+        "rollout/tokens_per_s": times.generated_tokens / max(times.generation_s, 1e-9),
+        "rollout/generation_s": times.generation_s,
+        "rollout/env_s": times.env_s,
+        "rollout/tokenization_s": times.tokenization_s,
+        "rollout/context_full": float(sum(s[3] for s in every)),
+    }
+
+
+def save_and_evaluate(
+    run: RunDir,
+    config: Any,
+    dist: Distributed,
+    done: int,
+    *,
+    model: Any,
+    tokenizer: Any,
+    optimizer: Any,
+    extra: Mapping[str, Any] | None = None,
+    evaluate: Callable[[Path, int], tuple[dict[str, float], list[Path]]],
+) -> tuple[dict[str, float], list[Path]]:
+    """After step ``done``, on rank 0: save a checkpoint when due and, when an
+    evaluation is due, ``evaluate(checkpoint, done)`` (its metrics and results
+    files). The other ranks wait at a barrier."""
+    metrics: dict[str, float] = {}
+    files: list[Path] = []
+    if dist.is_main and checkpoint_due(config, done):
+        path = save_checkpoint(
+            run.checkpoints,
+            step=done,
+            model=model,
+            tokenizer=tokenizer,
+            optimizer=optimizer,
+            config=dataclasses.asdict(config),
+            extra=dict(extra) if extra else None,
+        )
+        if eval_due(config, done):
+            metrics, files = evaluate(path, done)
+    dist.barrier()
+    return metrics, files
+
+
+def run_summary(
+    run: RunDir, config: Any, history: Sequence[Mapping[str, float]], evals: Sequence[Path]
+) -> dict[str, Any]:
+    """What `train` returns: the run folder, the last step's rates, the
+    evaluation files and the last checkpoint."""
+    last = history[-1] if history else {}
+    return {
+        "out_dir": str(run.out_dir),
+        "steps": config.steps,
+        "success_rate": last.get("charts/success_rate"),
+        "episodic_return": last.get("charts/episodic_return"),
+        "eval_results": [str(p) for p in evals],
+        "checkpoint": str(latest_checkpoint(run.checkpoints)),
+    }
+
+
+def run_main(
+    name: str,
+    title: str,
+    config_cls: type,
+    train: Callable[[Any], dict[str, Any]],
+    argv: Sequence[str] | None,
+) -> int:
+    """``python -m envgym.trainers.<name>``: parse the options, train, print the
+    summary; bad options, an unknown env id or a bad path exit 2 with the error."""
+    parser = config_parser(config_cls)
+    parser.prog = f"python -m envgym.trainers.{name}"
+    args = parser.parse_args(argv)
+    try:
+        summary = train(config_from_args(config_cls, args))
+    except KeyError as exc:  # an unknown env id, with the registry's suggestions
+        parser.exit(2, f"{parser.prog}: error: {exc.args[0]}\n")
+    except (ValueError, FileNotFoundError, FileExistsError) as exc:  # bad options, data, paths
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    print_summary(title, summary)
+    return 0
