@@ -116,6 +116,26 @@ def test_a_batch_plays_multi_turn_episodes_and_equals_single_calls(tiny_model):
     assert all(r == -0.1 for e in batched for r in e["rewards"])
 
 
+def test_without_history_each_prompt_is_the_system_message_and_the_observation(tiny_model):
+    agent = make_agent(f"hf:{tiny_model}", None, max_new_tokens=8, device="cpu", history=False)
+    tokenizer = agent.tokenizer
+    env = gym.make("envgym/GuessNumber-v0", high=100, max_turns=TURNS)
+    obs, info = env.reset(seed=0)
+    agent.reset()
+    system = info["system_prompt"]
+    prompt_tokens = 0
+    for _ in range(TURNS):
+        reply = agent.act(obs, info)
+        prompt = [{"role": "system", "content": system}, {"role": "user", "content": obs}]
+        # What the model saw: the system message and this turn's observation, nothing older.
+        assert agent.history(0) == [*prompt, {"role": "assistant", "content": reply}]
+        text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+        prompt_tokens += len(tokenizer(text, add_special_tokens=False)["input_ids"])
+        assert agent.usage(0)["prompt_tokens"] == prompt_tokens
+        obs, _, terminated, truncated, info = env.step(reply)  # later infos lack the prompt
+    assert terminated or truncated
+
+
 def test_the_plain_agent_protocol_is_slot_zero(tiny_model):
     agent = make_agent(f"hf:{tiny_model}", None, max_new_tokens=4, device="cpu")
     env = gym.make("envgym/GuessNumber-v0")

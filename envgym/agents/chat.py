@@ -50,6 +50,8 @@ class ChatSlot:
     completion_tokens: int = 0
     #: tool-call ids of the last assistant message, answered by the next observation
     pending_tool_calls: list[str] = field(default_factory=list)
+    #: the system message's text, fixed by the episode's first observation
+    system: str | None = None
 
 
 class ChatSlots:
@@ -58,10 +60,15 @@ class ChatSlots:
     Args:
         system_prompt: used instead of ``info["system_prompt"]`` when given
             (an empty string sends no system message).
+        history: send the episode's conversation so far with each
+            observation; False sends the system message and the current
+            observation only (for envs whose observation is the whole state,
+            as a policy trained that way saw them).
     """
 
-    def __init__(self, system_prompt: str | None = None) -> None:
+    def __init__(self, system_prompt: str | None = None, history: bool = True) -> None:
         self.system_prompt = system_prompt
+        self.history_kept = bool(history)
         self._slots: dict[int, ChatSlot] = {}
 
     def reset(self, slot: int) -> None:
@@ -87,14 +94,16 @@ class ChatSlots:
         tools = info.get("tools")
         if tools:
             state.tools = list(tools)
-        messages = list(state.messages)
+        messages = list(state.messages) if self.history_kept else []
         if not messages:
-            system = self.system_prompt
-            if system is None:
-                system = info.get("system_prompt") or ""
-            if system:
-                messages.append({"role": "system", "content": str(system)})
-        if state.pending_tool_calls:
+            if state.system is None:
+                system = self.system_prompt
+                if system is None:
+                    system = info.get("system_prompt") or ""
+                state.system = str(system)
+            if state.system:
+                messages.append({"role": "system", "content": state.system})
+        if state.pending_tool_calls and self.history_kept:
             first, *rest = state.pending_tool_calls
             messages.append({"role": "tool", "tool_call_id": first, "content": observation})
             note = "The result of this call is in the first tool message of this turn."

@@ -65,6 +65,8 @@ class OpenAIChatAgent(SlotChatAgent):
         backoff_s: the first retry's wait; each later retry waits twice as long.
         max_concurrency: most requests in flight at once in `act_batch`.
         system_prompt: used instead of the env's ``info["system_prompt"]``.
+        history: send each episode's conversation so far (False: the system
+            message and the current observation only).
         seed: sent as the request's ``seed`` (servers that sample use it).
         extra_body: more request fields (e.g. ``{"top_p": 0.9}``).
     """
@@ -84,6 +86,7 @@ class OpenAIChatAgent(SlotChatAgent):
         backoff_s: float = 0.5,
         max_concurrency: int = 32,
         system_prompt: str | None = None,
+        history: bool = True,
         seed: int | None = None,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
@@ -118,7 +121,7 @@ class OpenAIChatAgent(SlotChatAgent):
         self.max_concurrency = max_concurrency
         self.seed = seed
         self.extra_body = dict(extra_body or {})
-        self.chats = ChatSlots(system_prompt)
+        self.chats = ChatSlots(system_prompt, history)
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._httpx = httpx

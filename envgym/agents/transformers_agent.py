@@ -60,6 +60,8 @@ class TransformersAgent(SlotChatAgent):
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; None takes cuda when there is one.
         batch_size: most slots per ``generate`` call; a larger batch is split.
         system_prompt: used instead of the env's ``info["system_prompt"]``.
+        history: send each episode's conversation so far (False: the system
+            message and the current observation only).
         seed: seeds torch's generator when sampling, so sampled runs repeat.
     """
 
@@ -75,6 +77,7 @@ class TransformersAgent(SlotChatAgent):
         device: str | None = None,
         batch_size: int = 32,
         system_prompt: str | None = None,
+        history: bool = True,
         seed: int | None = None,
     ) -> None:
         try:
@@ -98,7 +101,7 @@ class TransformersAgent(SlotChatAgent):
         self.temperature = float(temperature)
         self.top_p = float(top_p)
         self.batch_size = batch_size
-        self.chats = ChatSlots(system_prompt)
+        self.chats = ChatSlots(system_prompt, history)
         self._generator_seed = seed
 
     # ------------------------------------------------------------ the batch protocol

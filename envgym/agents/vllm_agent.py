@@ -55,6 +55,8 @@ class VLLMAgent(SlotChatAgent):
         top_p: nucleus sampling's mass.
         seed: the sampling seed (per request), so sampled runs repeat.
         system_prompt: used instead of the env's ``info["system_prompt"]``.
+        history: send each episode's conversation so far (False: the system
+            message and the current observation only).
         engine_options: `vllm.LLM` arguments (``gpu_memory_utilization``,
             ``max_model_len``, ``tensor_parallel_size``, ``dtype``...); JSON values.
     """
@@ -70,6 +72,7 @@ class VLLMAgent(SlotChatAgent):
         top_p: float = 1.0,
         seed: int | None = None,
         system_prompt: str | None = None,
+        history: bool = True,
         engine_options: dict[str, Any] | None = None,
     ) -> None:
         vllm = _import_vllm()
@@ -82,7 +85,7 @@ class VLLMAgent(SlotChatAgent):
             max_tokens=int(max_tokens),
             seed=seed,
         )
-        self.chats = ChatSlots(system_prompt)
+        self.chats = ChatSlots(system_prompt, history)
 
     # ------------------------------------------------------------ the batch protocol
     def act_batch(
