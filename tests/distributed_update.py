@@ -34,7 +34,8 @@ BATCH = (
 def torchrun(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     """``torchrun --standalone --nproc_per_node 2 ARGS`` on the CPU; with
     ``check``, fail the test (showing the ranks' errors) unless it exits 0."""
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+    # COLUMNS: a wide terminal, so a rank's printed summary keeps each row on one line.
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
     command += ["--nproc_per_node", "2", *args]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)

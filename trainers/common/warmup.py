@@ -28,20 +28,27 @@ def random_episode_tokens(
     *,
     options: dict[str, Any] | None = None,
     system_prompt: bool = True,
-) -> EpisodeTokens:
+    history: bool = True,
+) -> list[EpisodeTokens]:
     """One episode of the random agent in ``env``, tokenized like a rollout
-    (each reply's ids followed by the first stop token)."""
+    (each reply's ids followed by the first stop token): one sequence, or
+    without ``history`` one per move (its prompt is the current observation)."""
     agent = RandomAgent(seed)
     obs, info = env.reset(seed=seed, options=options)
     system = info.get("system_prompt") if system_prompt else None
     messages, tokens = chat.start(obs, system)
+    sequences = [tokens]
     while True:
         reply = agent.act(obs, info)
         chat.add_reply(messages, tokens, chat.encode(reply) + [chat.stop_token_ids[0]])
         obs, _, terminated, truncated, info = env.step(reply)
         if terminated or truncated:
-            return tokens
-        chat.add_observation(messages, tokens, obs, stopped=True)
+            return sequences
+        if history:
+            chat.add_observation(messages, tokens, obs, stopped=True)
+        else:
+            messages, tokens = chat.start(obs, system)
+            sequences.append(tokens)
 
 
 def format_warmup(
@@ -55,6 +62,7 @@ def format_warmup(
     seed: int = 0,
     options: dict[str, Any] | None = None,
     system_prompt: bool = True,
+    history: bool = True,
     on_step: Callable[[int, float], None] | None = None,
 ) -> list[float]:
     """Train ``model`` for ``steps`` steps of cross-entropy on the reply tokens
@@ -75,14 +83,16 @@ def format_warmup(
     try:
         for step in range(steps):
             batch = [
-                random_episode_tokens(
+                sequence
+                for k in range(episodes_per_step)
+                for sequence in random_episode_tokens(
                     env,
                     chat,
                     seed + step * episodes_per_step + k,
                     options=options,
                     system_prompt=system_prompt,
+                    history=history,
                 )
-                for k in range(episodes_per_step)
             ]
             width = max(len(t.ids) for t in batch)
             ids = torch.full((len(batch), width), pad, dtype=torch.long)
