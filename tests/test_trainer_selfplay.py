@@ -355,8 +355,11 @@ def test_the_module_trains_evaluates_and_writes_results_the_leaderboard_accepts(
 # ------------------------------------------------------------ learning
 #: Win-or-draw rate the trained policy must add to the random agent's, both
 #: measured against the random opponent on the same seeds and seats.
-MARGIN = 0.15
+#: Measured (2026-11-26, greedy, 100 games per seat): 0.785 with this seed, 0.665
+#: and 0.645 with training seeds 1 and 2, against the random agent's 0.54.
+MARGIN = 0.10
 EVAL_EPISODES = 100  # per seat
+STEPS = 60
 
 
 def win_or_draw_rate(results: list[dict]) -> float:
@@ -364,21 +367,24 @@ def win_or_draw_rate(results: list[dict]) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.skip(
-    reason="not reached yet: after a 300-step format warm-up and 150 steps of self-play "
-    "the tiny model still makes ~25% invalid replies (it does not learn to pick a listed "
-    "empty cell) and wins-or-draws ~0.36 against the random opponent vs the random "
-    "agent's ~0.54; see the helper's report"
-)
 def test_self_play_beats_the_random_agent_against_the_random_opponent(tmp_path):
+    """Self-play alone (no opponent but itself) makes the tiny model win or draw
+    against the random opponent more often than the random agent does, in
+    both seats together, on the same evaluation games."""
     from envgym.evaluation.batch import evaluate_many
+    from envgym.trainers.common.tiny import build_tiny_model
 
+    # Weights drawn wider than the default: the format warm-up then teaches this
+    # model to pick one of the listed empty cells (at 0.02 it stays near chance).
+    build_tiny_model(tmp_path / "start", seed=0, initializer_range=0.1)
     config = quick_config(
         tmp_path,
-        steps=40,
+        model=str(tmp_path / "start"),
+        history=False,
+        steps=STEPS,
         games_per_step=16,
-        warmup_steps=100,
-        eval_every=40,
+        warmup_steps=300,
+        eval_every=STEPS,
         eval_episodes=EVAL_EPISODES,
         eval_levels="easy",
     )
@@ -386,7 +392,7 @@ def test_self_play_beats_the_random_agent_against_the_random_opponent(tmp_path):
     trained = read_metrics(tmp_path / "run")[-1]["eval/easy_win_or_draw_rate"]
     jobs = [("envgym/TicTacToe-v0", {"difficulty": "easy", "seat": seat}) for seat in (0, 1)]
     random_rate = win_or_draw_rate(evaluate_many(jobs, "random", EVAL_EPISODES, config.eval_seed))
-    assert 0.45 < random_rate < 0.65  # X wins or draws ~71% of random games, O ~42%
+    assert 0.45 < random_rate < 0.65  # here: X 0.74 and O 0.34 of these games
     assert trained >= random_rate + MARGIN, (trained, random_rate)
 
 
