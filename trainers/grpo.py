@@ -250,7 +250,6 @@ def train(config: GRPOConfig) -> dict[str, Any]:
         seed_everything,
     )
     from envgym.trainers.common.tokenization import ChatTokenizer
-    from envgym.trainers.common.warmup import format_warmup
     from envgym.vector import TextVectorEnv
 
     env_id, env_kwargs = config.env_source()
@@ -272,17 +271,9 @@ def train(config: GRPOConfig) -> dict[str, Any]:
         model=model,
         optimizer=optimizer,
         resumable=RESUMABLE_CHANGES,
-        warm_up=lambda on_step: format_warmup(
-            model,
-            chat,
-            lambda: gym.make(env_id, **env_kwargs),
-            steps=config.warmup_steps,
-            learning_rate=config.warmup_learning_rate,
-            seed=config.seed + 10**8,
-            options=options,
-            system_prompt=config.system_prompt,
-            on_step=on_step,
-        ),
+        chat=chat,
+        make_env=lambda: gym.make(env_id, **env_kwargs),
+        options=options,
     )
     start = saved["step"] if saved else 0
     ref_model = None

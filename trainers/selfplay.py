@@ -313,7 +313,6 @@ def train(config: SelfPlayConfig) -> dict[str, Any]:
     )
     from envgym.trainers.common.selfplay_rollout import play_games
     from envgym.trainers.common.tokenization import ChatTokenizer
-    from envgym.trainers.common.warmup import format_warmup
     from envgym.trainers.grpo import policy_update
 
     game_cls = load_entry_point(get_spec(config.env).entry_point).game_cls
@@ -336,17 +335,9 @@ def train(config: SelfPlayConfig) -> dict[str, Any]:
         model=model,
         optimizer=optimizer,
         resumable=RESUMABLE_CHANGES,
-        warm_up=lambda on_step: format_warmup(
-            model,
-            chat,
-            lambda: gym.make(config.env, difficulty="easy", **config.game_kwargs),
-            steps=config.warmup_steps,
-            learning_rate=config.warmup_learning_rate,
-            seed=config.seed + 10**8,
-            system_prompt=config.system_prompt,
-            history=config.history,
-            on_step=on_step,
-        ),
+        chat=chat,
+        make_env=lambda: gym.make(config.env, difficulty="easy", **config.game_kwargs),
+        history=config.history,
     )
     start = saved["step"] if saved else 0
     baseline.values = dict(saved["extra"]["baselines"]) if saved else {}

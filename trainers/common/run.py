@@ -33,6 +33,8 @@ from envgym.trainers.common.distributed import Distributed
 from envgym.trainers.common.progress import TrainProgress, print_summary
 from envgym.trainers.common.rollout import Episode, RolloutTimes
 from envgym.trainers.common.run_log import RunLog
+from envgym.trainers.common.tokenization import ChatTokenizer
+from envgym.trainers.common.warmup import format_warmup
 
 __all__ = [
     "RunDir",
@@ -128,25 +130,40 @@ def resume_or_warm_up(
     *,
     model: Any,
     optimizer: Any,
+    chat: ChatTokenizer,
     resumable: frozenset[str],
-    warm_up: Callable[[Callable[[int, float], None]], Any] | None = None,
+    make_env: Callable[[], Any],
+    options: dict[str, Any] | None = None,
+    history: bool = True,
 ) -> dict[str, Any] | None:
     """Load the checkpoint ``run`` resumes from into ``model`` and
     ``optimizer`` and return what it saved (``step``, ``config``, ``extra``),
-    or else call ``warm_up(on_step)`` when ``config.warmup_steps`` (with a
-    progress bar) and return None. Then every rank gets rank 0's weights, and
-    every rank but 0 reseeds torch so that ranks sample different replies (rank
-    0's stream resumes exactly)."""
+    or else run ``config.warmup_steps`` steps of the format warm-up
+    (`format_warmup` on episodes of ``make_env()``, with a progress bar) and
+    return None. Then every rank gets rank 0's weights, and every rank but 0
+    reseeds torch so that ranks sample different replies (rank 0's stream
+    resumes exactly)."""
     import torch
 
     saved = None
     if run.resume_from is not None:
         saved = load_checkpoint(run.resume_from, model=model, optimizer=optimizer)
         check_resume(config, saved["config"], resumable, run)
-    elif config.warmup_steps and warm_up is not None:
+    elif config.warmup_steps:
         enabled = config.progress and dist.is_main
         with TrainProgress(config.warmup_steps, enabled=enabled, label="warm-up") as bar:
-            warm_up(lambda k, loss: bar.advance(k + 1, f"loss {loss:.3f}"))
+            format_warmup(
+                model,
+                chat,
+                make_env,
+                steps=config.warmup_steps,
+                learning_rate=config.warmup_learning_rate,
+                seed=config.seed + 10**8,
+                options=options,
+                system_prompt=config.system_prompt,
+                history=history,
+                on_step=lambda k, loss: bar.advance(k + 1, f"loss {loss:.3f}"),
+            )
     dist.broadcast_model(model)
     if dist.rank:
         start = saved["step"] if saved else 0
