@@ -14,60 +14,26 @@ from __future__ import annotations
 
 import json
 
-import gymnasium as gym
 import numpy as np
 import pytest
 
 import envgym  # noqa: F401 - registers the ids
-from envgym.agents import RandomAgent
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from frozen_lake_task import LEARNING_SETTINGS, random_success_rate  # noqa: E402
+
 from envgym.trainers.common.run_log import read_metrics  # noqa: E402
 from envgym.trainers.grpo import GRPOConfig, train  # noqa: E402
-
-MAP = "SF/HG"
-ENV_KWARGS = {"max_turns": 3, "max_actions_per_turn": 1}
 
 
 def learning_config(tmp_path, **overrides) -> GRPOConfig:
     settings = dict(
-        env="envgym/FrozenLake-v0",
-        env_kwargs=ENV_KWARGS,
-        task_id=MAP,
-        model="tiny",
-        system_prompt=False,
-        warmup_steps=60,
-        warmup_learning_rate=3e-3,
-        max_new_tokens=12,
-        num_groups=4,
-        group_size=8,
-        learning_rate=1e-3,
-        update_epochs=2,
-        minibatches=2,
-        steps=60,
-        torch_threads=1,
-        out_dir=str(tmp_path / "run"),
-        progress=False,
-        tensorboard=False,
+        LEARNING_SETTINGS, num_groups=4, group_size=8, steps=60, out_dir=str(tmp_path / "run")
     )
     settings.update(overrides)
     return GRPOConfig(**settings)
-
-
-def random_success_rate(episodes: int = 400) -> float:
-    env = gym.make("envgym/FrozenLake-v0", **ENV_KWARGS)
-    wins = 0
-    for seed in range(episodes):
-        agent = RandomAgent(seed)
-        obs, info = env.reset(seed=seed, options={"task_id": MAP})
-        while True:
-            obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
-            if terminated or truncated:
-                wins += bool(info["success"])
-                break
-    return wins / episodes
 
 
 @pytest.fixture(scope="module")

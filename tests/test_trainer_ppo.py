@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import json
 
-import gymnasium as gym
 import numpy as np
 import pytest
 
 import envgym  # noqa: F401 - registers the ids
-from envgym.agents import RandomAgent
 from envgym.trainers.common.advantages import turn_gae
 from envgym.trainers.common.rollout import Episode, TurnRecord
 
@@ -30,6 +28,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from distributed_update import torchrun  # noqa: E402
+from frozen_lake_task import LEARNING_SETTINGS, random_success_rate  # noqa: E402
 
 from envgym.trainers.common.run_log import read_metrics  # noqa: E402
 from envgym.trainers.ppo import (  # noqa: E402
@@ -39,9 +38,6 @@ from envgym.trainers.ppo import (  # noqa: E402
     train,
     turn_advantages,
 )
-
-MAP = "SF/HG"
-ENV_KWARGS = {"max_turns": 3, "max_actions_per_turn": 1}
 
 
 def assert_close(actual, expected) -> None:
@@ -136,41 +132,9 @@ def test_the_value_loss_gains_nothing_beyond_the_clip():
 
 # ------------------------------------------------------------ runs on the tiny model
 def ppo_config(tmp_path, **overrides) -> PPOConfig:
-    settings = dict(
-        env="envgym/FrozenLake-v0",
-        env_kwargs=ENV_KWARGS,
-        task_id=MAP,
-        model="tiny",
-        system_prompt=False,
-        warmup_steps=60,
-        warmup_learning_rate=3e-3,
-        max_new_tokens=12,
-        num_episodes=32,
-        learning_rate=1e-3,
-        update_epochs=2,
-        minibatches=2,
-        steps=40,
-        torch_threads=1,
-        out_dir=str(tmp_path / "run"),
-        progress=False,
-        tensorboard=False,
-    )
+    settings = dict(LEARNING_SETTINGS, num_episodes=32, steps=40, out_dir=str(tmp_path / "run"))
     settings.update(overrides)
     return PPOConfig(**settings)
-
-
-def random_success_rate(episodes: int = 400) -> float:
-    env = gym.make("envgym/FrozenLake-v0", **ENV_KWARGS)
-    wins = 0
-    for seed in range(episodes):
-        agent = RandomAgent(seed)
-        obs, info = env.reset(seed=seed, options={"task_id": MAP})
-        while True:
-            obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
-            if terminated or truncated:
-                wins += bool(info["success"])
-                break
-    return wins / episodes
 
 
 @pytest.mark.slow
