@@ -74,6 +74,42 @@ def _reply_logprob(model, episode) -> tuple[float, float]:
     return float(logp[0][mask].sum()), float(logp[0][~mask].sum())
 
 
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_masked_logprobs_are_log_softmax_at_the_scored_tokens_gradient_included(tiny, temperature):
+    model = copy.deepcopy(tiny[0])
+    torch.manual_seed(0)
+    ids = torch.randint(0, len(tiny[1]), (3, 17))
+    attention = torch.ones_like(ids)
+    mask = (torch.rand(3, 16) < 0.4).float()
+    mask[1] = 0  # a row with nothing to score
+
+    logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1].float() / temperature
+    logp_all = torch.log_softmax(logits, dim=-1)
+    expected = logp_all.gather(-1, ids[:, 1:, None])[..., 0] * mask
+    expected_entropy = -(logp_all.exp() * logp_all).sum(-1) * mask
+    (grad_expected,) = torch.autograd.grad(
+        expected.sum(), model.model.embed_tokens.weight, retain_graph=True
+    )
+
+    logp, entropy = token_logprobs(model, ids, attention, temperature, mask)
+    assert torch.allclose(logp, expected, atol=1e-5)
+    assert torch.allclose(entropy, expected_entropy, atol=1e-5)
+    assert torch.count_nonzero(logp[mask == 0]) == 0
+    (grad,) = torch.autograd.grad(logp.sum(), model.model.embed_tokens.weight)
+    assert float((grad - grad_expected).abs().max()) <= 1e-4 * float(grad_expected.abs().max())
+    # An entropy bonus gets the entropy's gradient; without one, the entropy has no graph.
+    assert not entropy.requires_grad
+    _, entropy = token_logprobs(model, ids, attention, temperature, mask, entropy_grad=True)
+    (grad_entropy,) = torch.autograd.grad(entropy.sum(), model.model.embed_tokens.weight)
+    (grad_expected,) = torch.autograd.grad(expected_entropy.sum(), model.model.embed_tokens.weight)
+    assert float((grad_entropy - grad_expected).abs().max()) <= 1e-4 * float(
+        grad_expected.abs().max()
+    )
+    # Without a mask, every position is scored.
+    full, _ = token_logprobs(model, ids, attention, temperature)
+    assert torch.allclose(full, logp_all.gather(-1, ids[:, 1:, None])[..., 0], atol=1e-5)
+
+
 @pytest.mark.parametrize("loss_agg", ["token-mean", "sequence-mean"])
 def test_the_update_follows_the_advantage_on_the_policys_tokens_only(tiny, loss_agg):
     model = copy.deepcopy(tiny[0])

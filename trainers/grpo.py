@@ -174,11 +174,13 @@ def policy_update(
     with torch.no_grad():
         for b in batches:
             if not single_pass:
-                b["old"] = token_logprobs(model, b["ids"], b["attention"], config.temperature)[0]
+                b["old"] = token_logprobs(
+                    model, b["ids"], b["attention"], config.temperature, b["mask"]
+                )[0]
             if ref_model is not None:
-                b["ref"] = token_logprobs(ref_model, b["ids"], b["attention"], config.temperature)[
-                    0
-                ]
+                b["ref"] = token_logprobs(
+                    ref_model, b["ids"], b["attention"], config.temperature, b["mask"]
+                )[0]
     sums = dict.fromkeys(("policy", "kl", "entropy", "clip_fraction"), 0.0)
     # The same number of optimizer steps on every rank: minibatch k is slice k of each rank's.
     slices = np.array_split(np.arange(len(batches)), config.minibatches)
@@ -191,7 +193,9 @@ def policy_update(
                 continue
             optimizer.zero_grad(set_to_none=True)
             for b in group:
-                logp, entropy = token_logprobs(model, b["ids"], b["attention"], config.temperature)
+                logp, entropy = token_logprobs(
+                    model, b["ids"], b["attention"], config.temperature, b["mask"]
+                )
                 ratio = torch.exp(logp - (logp.detach() if single_pass else b["old"]))
                 clipped = torch.clamp(ratio, 1 - config.clip_low, 1 + config.clip_high)
                 loss_tok = -torch.min(ratio * b["adv"], clipped * b["adv"])

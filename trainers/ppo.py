@@ -142,13 +142,23 @@ RESUMABLE_CHANGES = frozenset(
 )
 
 
-def forward(model: Any, head: Any, batch: dict[str, Any], temperature: float) -> tuple[Any, ...]:
-    """One pass: token log-probs and entropies ``[b, L-1]`` (t scores token t + 1),
-    each turn's ``V(s_t)`` ``[b, T]`` (at ``turn_pos``) and every position's ``[b, L]``."""
+def forward(
+    model: Any,
+    head: Any,
+    batch: dict[str, Any],
+    temperature: float,
+    entropy_grad: bool = False,
+) -> tuple[Any, ...]:
+    """One pass: token log-probs and entropies ``[b, L-1]`` (t scores token t + 1;
+    only the reply tokens, the rest 0; the entropy with a gradient only with
+    ``entropy_grad``), each turn's ``V(s_t)`` ``[b, T]`` (at ``turn_pos``) and
+    every position's ``[b, L]``."""
     out = model(
         input_ids=batch["ids"], attention_mask=batch["attention"], output_hidden_states=True
     )
-    logp, entropy = logprobs_from_logits(out.logits, batch["ids"], temperature)
+    logp, entropy = logprobs_from_logits(
+        out.logits, batch["ids"], temperature, batch["mask"], entropy_grad=entropy_grad
+    )
     values = head(out.hidden_states[-1].float()).squeeze(-1)
     return logp, entropy, values.gather(1, batch["turn_pos"]), values
 
@@ -261,7 +271,9 @@ def ppo_update(
                 continue
             optimizer.zero_grad(set_to_none=True)
             for b in group:
-                logp, entropy, value, _ = forward(model, head, b, config.temperature)
+                logp, entropy, value, _ = forward(
+                    model, head, b, config.temperature, entropy_grad=config.entropy_coef > 0
+                )
                 mask, turn_mask = b["mask"], b["turn_mask"]
                 ratio = torch.exp(logp - b["old_logp"])
                 clipped = torch.clamp(ratio, 1 - config.clip_low, 1 + config.clip_high)

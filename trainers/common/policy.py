@@ -52,24 +52,58 @@ def load_policy(model: str, seed: int, device: str) -> tuple[Any, Any]:
     return policy.to(device).train(), tokenizer
 
 
-def token_logprobs(model: Any, ids: Any, attention: Any, temperature: float) -> tuple[Any, Any]:
+#: Scored positions per chunk when the entropy is computed without a graph
+#: (a chunk is one ``[chunk, vocab]`` float tensor: 1 GB at 150k tokens).
+ENTROPY_CHUNK = 2048
+
+
+def token_logprobs(
+    model: Any,
+    ids: Any,
+    attention: Any,
+    temperature: float,
+    mask: Any = None,
+    *,
+    entropy_grad: bool = False,
+) -> tuple[Any, Any]:
     """Per-token log-prob of each token given the ones before it, and the
-    entropy there; both ``[batch, len - 1]`` (position t scores token t + 1)."""
+    entropy there; both ``[batch, len - 1]`` (position t scores token t + 1).
+    With ``mask`` (``[batch, len - 1]``, as `pad_tokens` gives), only its
+    nonzero positions are scored and the rest are 0. The entropy carries a
+    gradient only with ``entropy_grad`` (an entropy bonus in the loss)."""
     logits = model(input_ids=ids, attention_mask=attention).logits
-    return logprobs_from_logits(logits, ids, temperature)
+    return logprobs_from_logits(logits, ids, temperature, mask, entropy_grad=entropy_grad)
 
 
-def logprobs_from_logits(logits: Any, ids: Any, temperature: float) -> tuple[Any, Any]:
+def logprobs_from_logits(
+    logits: Any, ids: Any, temperature: float, mask: Any = None, *, entropy_grad: bool = False
+) -> tuple[Any, Any]:
     """`token_logprobs` from a forward pass's ``logits`` ``[batch, len, vocab]``
-    (for a trainer that needs more of the same pass, e.g. hidden states)."""
+    (for a trainer that needs more of the same pass, e.g. hidden states).
+
+    Only the scored positions are copied to float32 and normalised, so the
+    memory beyond ``logits`` is one ``[scored positions, vocab]`` float tensor
+    (kept for the backward pass): with a 150k-token vocabulary, float copies
+    of a whole micro-batch's logits and of each softmax intermediate would be
+    tens of GB. Without ``entropy_grad`` the entropy is computed without a
+    graph, in chunks."""
     import torch
 
-    logits = logits[:, :-1].float()
+    targets = ids[:, 1:]
+    if mask is None:
+        mask = torch.ones(targets.shape, dtype=torch.bool, device=targets.device)
+    rows, cols = mask.nonzero(as_tuple=True)
+    picked = logits[:, :-1][rows, cols].float()  # [scored positions, vocab]
     if temperature > 0:
-        logits = logits / temperature
-    logp_all = torch.log_softmax(logits, dim=-1)
-    logp = logp_all.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-    entropy = -(logp_all.exp() * logp_all).sum(-1)
+        picked = picked / temperature
+    logp_all = torch.log_softmax(picked, dim=-1)
+    chosen = logp_all.gather(-1, targets[rows, cols].unsqueeze(-1)).squeeze(-1)
+    with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+        source = logp_all if entropy_grad else logp_all.detach()
+        parts = [-(part.exp() * part).sum(-1) for part in source.split(ENTROPY_CHUNK)]
+        entropy_at = torch.cat(parts) if parts else chosen.detach()
+    logp = chosen.new_zeros(targets.shape).index_put((rows, cols), chosen)
+    entropy = entropy_at.new_zeros(targets.shape).index_put((rows, cols), entropy_at)
     return logp, entropy
 
 
