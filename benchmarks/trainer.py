@@ -25,6 +25,10 @@ in the loss over the step's seconds), with envgym's ratio to TRL.
     python benchmarks/trainer.py                     # CPU: FrozenLake, Sokoban, Household
     python benchmarks/trainer.py --envs envgym/Sokoban-v0 --steps 4 --json trainer.json
     python benchmarks/trainer.py --gpu-steps 6       # GPU section with more steps
+    python benchmarks/trainer.py --no-cpu --gpu-runs envgym-transformers,trl-transformers
+    python benchmarks/trainer.py --no-cpu --gpu-device cpu --gpu-shape tiny   # no GPU needed
+
+``scripts/gpu_check.sh`` runs the reduced GPU section on a GPU machine.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import tempfile
 from typing import Any
 
 from rich.console import Console
+from trainer_gpu import GPU_ENVS, MODEL_SHAPES, gpu_section, run_names  # beside this file
 
 import envgym
 from envgym.cli.output import print_table, stdout_console
@@ -133,6 +138,29 @@ def main(argv: list[str] | None = None) -> int:
         "--vllm-memory", type=float, default=0.3, help="GPU share of the vLLM engines (GPU)"
     )
     parser.add_argument("--no-gpu", action="store_true", help="skip the GPU section")
+    parser.add_argument("--no-cpu", action="store_true", help="skip the CPU section")
+    parser.add_argument(
+        "--gpu-envs", nargs="+", default=list(GPU_ENVS), help="GPU section's env ids"
+    )
+    parser.add_argument(
+        "--gpu-runs",
+        default=",".join(run_names()),
+        help="GPU section's runs, comma-separated (default: all)",
+    )
+    parser.add_argument(
+        "--gpu-shape", default="qwen2-0.5b", choices=sorted(MODEL_SHAPES), help="GPU model shape"
+    )
+    parser.add_argument(
+        "--gpu-device",
+        default="cuda",
+        help="GPU section's device; 'cpu' runs it without a GPU (the GPU check's --dry-run)",
+    )
+    parser.add_argument(
+        "--run-timeout",
+        type=float,
+        default=None,
+        help="seconds per GPU-section run (default: none)",
+    )
     parser.add_argument("--json", help="also write the numbers to this file")
     args = parser.parse_args(argv)
 
@@ -140,9 +168,12 @@ def main(argv: list[str] | None = None) -> int:
 
     known = {spec.id for spec in envgym.list_envs()}
     env_ids = args.envs or list(CPU_ENVS)
-    unknown = [e for e in env_ids if e not in known]
+    unknown = [e for e in [*env_ids, *args.gpu_envs] if e not in known]
     if unknown:
         parser.error(f"unknown env ids {unknown}; `envgym list` shows the registered ones")
+    gpu_runs = tuple(r.strip() for r in args.gpu_runs.split(",") if r.strip())
+    if not set(gpu_runs) <= set(run_names()):
+        parser.error(f"--gpu-runs: choose from {run_names()}, got {list(gpu_runs)}")
     shared = {
         "num_groups": args.num_groups,
         "group_size": args.group_size,
@@ -158,26 +189,34 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.max_turns or 'the env default'} turns; medians over steps 2..N; "
         "env share = env s / step s of the same step"
     )
-    cpu = section(
-        console,
-        f"CPU, tiny model, {args.threads} torch thread(s), {args.steps} steps, "
-        f"{args.max_new_tokens}-token replies",
-        env_ids,
-        model="tiny",
-        device="cpu",
-        torch_threads=args.threads,
-        steps=args.steps,
-        max_new_tokens=args.max_new_tokens,
-        **shared,
-    )
+    cpu = None
+    if args.no_cpu:
+        console.print("\nCPU section skipped (--no-cpu)")
+    else:
+        cpu = section(
+            console,
+            f"CPU, tiny model, {args.threads} torch thread(s), {args.steps} steps, "
+            f"{args.max_new_tokens}-token replies",
+            env_ids,
+            model="tiny",
+            device="cpu",
+            torch_threads=args.threads,
+            steps=args.steps,
+            max_new_tokens=args.max_new_tokens,
+            **shared,
+        )
+
+    def write_json(gpu_rows: list[dict[str, Any]] | None) -> None:
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"settings": vars(args), "cpu": cpu, "gpu": gpu_rows}, fh, indent=2)
+
     gpu = None
     if args.no_gpu:
         console.print("\nGPU section skipped (--no-gpu)")
-    elif not torch.cuda.is_available():
-        console.print("\nno CUDA GPU here: GPU section skipped")
+    elif args.gpu_device.startswith("cuda") and not torch.cuda.is_available():
+        console.print("\nno CUDA GPU here: GPU section skipped (--gpu-device cpu runs it anyway)")
     else:
-        from trainer_gpu import gpu_section  # beside this file
-
         gpu = gpu_section(
             console,
             steps=args.gpu_steps,
@@ -185,10 +224,14 @@ def main(argv: list[str] | None = None) -> int:
             group_size=args.group_size,
             max_turns=args.max_turns or 4,
             vllm_memory=args.vllm_memory,
+            env_ids=tuple(args.gpu_envs),
+            runs=gpu_runs,
+            shape=args.gpu_shape,
+            device=args.gpu_device,
+            run_timeout=args.run_timeout,
+            on_record=write_json,  # each run's row as soon as it is measured
         )
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"settings": vars(args), "cpu": cpu, "gpu": gpu}, fh, indent=2)
+    write_json(gpu)
     return 0
 
 

@@ -2,28 +2,33 @@
 
 One randomly initialised model of Qwen2-0.5B's shape (bf16 where supported,
 its 151,936-row embedding included, over the tiny tokenizer), one env, one
-batch (``num_groups x group_size`` episodes per step), four runs:
+batch (``num_groups x group_size`` episodes per step), up to four runs:
 
-- ``envgym transformers``: `envgym.trainers.grpo` with ``backend="transformers"``.
-- ``envgym vllm``: the same with ``backend="vllm"`` (a colocated vLLM engine,
+- ``envgym-transformers``: `envgym.trainers.grpo` with ``backend="transformers"``.
+- ``envgym-vllm``: the same with ``backend="vllm"`` (a colocated vLLM engine,
   weights synced after each update, sleeping during the update).
-- ``trl transformers`` / ``trl vllm``: TRL's ``GRPOTrainer`` through its
+- ``trl-transformers`` / ``trl-vllm``: TRL's ``GRPOTrainer`` through its
   ``environment_factory`` (as in ``examples/trl_grpo.py``), the model loaded in
   bf16, without and with TRL's colocated vLLM (sleep mode on).
 
 Per step: rollout tokens/s (generated tokens over generation seconds), the
-seconds left for the update (step minus generation), the step's seconds, and
+seconds left for the update (step minus generation), the step's seconds,
 trained tokens/s: reply tokens in the loss per step over the step's seconds
 (envgym: ``update/trained_tokens`` where the trainer logs it, else every
 generated token, since no group is dropped here; TRL: the completion tokens
-the model wrote, tool results excluded). Medians over the steps after the
+the model wrote, tool results excluded), the env's share of the step (envgym:
+its ``rollout/env_s``; TRL: the time inside the environment's ``reset`` and
+``step``) and the run's peak GPU memory. Medians over the steps after the
 first. A random model never calls TRL's tool, so a TRL rollout is one reply of
 ``max_turns x 64`` tokens where envgym's is up to ``max_turns`` replies of 64
 (the same token budget per episode).
 
 Each run is a fresh Python process (this file with ``--run SPEC``), so one
 run's vLLM engine, CUDA memory and torch.distributed state never reach the
-next. A run whose package is missing (vllm, trl) is skipped with a note.
+next. A run whose package is missing (vllm, trl) is skipped with a note, one
+that fails or passes ``--run-timeout`` gives a row with its error. The
+``tiny`` shape and ``device="cpu"`` run the same code without a GPU (the GPU
+check's dry run, `scripts/gpu_check.sh --dry-run`).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,32 +63,53 @@ HEADERS = [
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "trl_grpo.py"
 
 
-def build_qwen2_shaped_model(folder: Path, num_layers: int = 24) -> str:
-    """Save a random model of Qwen2-0.5B's shape (its 151,936-row embedding
-    included) with the tiny tokenizer in `folder`; returns the dtype saved."""
+#: Model shapes: Qwen2-0.5B's (24 layers, its 151,936-row embedding), and a
+#: tiny one of the same class for a dry run on the CPU (`scripts/gpu_check.sh
+#: --dry-run`), whose vocabulary covers the tiny tokenizers of both runners.
+MODEL_SHAPES = {
+    "qwen2-0.5b": dict(
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        vocab_size=151936,
+    ),
+    "tiny": dict(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=1024,
+    ),
+}
+
+
+def build_qwen2_shaped_model(folder: Path, shape: str = "qwen2-0.5b", device: str = "cuda") -> str:
+    """Save a random Qwen2 model of ``shape`` (`MODEL_SHAPES`) with the tiny
+    tokenizer in `folder`; returns the dtype saved (bf16 on a GPU that has it)."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from envgym.trainers.common.tiny import build_tiny_tokenizer
 
     tokenizer = build_tiny_tokenizer()
+    sizes = MODEL_SHAPES[shape]
+    if sizes["vocab_size"] < len(tokenizer):
+        raise ValueError(f"shape {shape!r}: vocab_size is below the tokenizer's {len(tokenizer)}")
     config = Qwen2Config(
-        hidden_size=896,
-        intermediate_size=4864,
-        num_hidden_layers=num_layers,
-        num_attention_heads=14,
-        num_key_value_heads=2,
-        vocab_size=151936,
+        **sizes,
         max_position_embeddings=32768,
         tie_word_embeddings=True,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
         bos_token_id=tokenizer.bos_token_id,
     )
-    cuda = torch.cuda.is_available()
+    cuda = device.startswith("cuda")
     dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
     torch.manual_seed(0)
-    with torch.device("cuda" if cuda else "cpu"):  # initialising 0.5B floats is slow on a CPU
+    with torch.device(device):  # initialising 0.5B floats is slow on a CPU
         model = Qwen2ForCausalLM(config).to(dtype)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
@@ -145,18 +172,42 @@ def run_trl(spec: dict[str, Any]) -> dict[str, Any]:
         if cuda:
             torch.cuda.synchronize()
 
+    env_seconds = [0.0]  # time inside the env's reset and step, over the whole run
+
+    class TimedEnvironment(example.EnvgymEnvironment):
+        """The example's environment, timing what the env itself takes."""
+
+        def reset(self, **row: Any) -> str:
+            start = time.perf_counter()
+            try:
+                return super().reset(**row)
+            finally:
+                env_seconds[0] += time.perf_counter() - start
+
+        def step(self, reply: str) -> str:
+            start = time.perf_counter()
+            try:
+                return super().step(reply)
+            finally:
+                env_seconds[0] += time.perf_counter() - start
+
+    # TRL builds the `step` tool's schema from the method's docstring.
+    TimedEnvironment.step.__doc__ = example.EnvgymEnvironment.step.__doc__
+
     class StepTimes(TrainerCallback):
         def __init__(self) -> None:
             self.seconds: list[float] = []
-            self._start = 0.0
+            self.env_seconds: list[float] = []
+            self._start = self._env_start = 0.0
 
         def on_step_begin(self, args, state, control, **kwargs):
             sync()
-            self._start = time.perf_counter()
+            self._start, self._env_start = time.perf_counter(), env_seconds[0]
 
         def on_step_end(self, args, state, control, **kwargs):
             sync()
             self.seconds.append(time.perf_counter() - self._start)
+            self.env_seconds.append(env_seconds[0] - self._env_start)
 
     steps = StepTimes()
     episodes: list[Any] = []
@@ -190,9 +241,7 @@ def run_trl(spec: dict[str, Any]) -> dict[str, Any]:
             args=config,
             train_dataset=example.build_prompts(env_id, env_kwargs, spec["steps"] * batch),
             processing_class=tokenizer,
-            environment_factory=functools.partial(
-                example.EnvgymEnvironment, env_id, env_kwargs, episodes
-            ),
+            environment_factory=functools.partial(TimedEnvironment, env_id, env_kwargs, episodes),
             callbacks=[steps],
         )
         generation_s: list[float] = []
@@ -215,29 +264,36 @@ def run_trl(spec: dict[str, Any]) -> dict[str, Any]:
 
         trainer._generate = timed_generate
         trainer.train()
-    per_step = list(zip(steps.seconds, generation_s, generated, strict=False))[1:]
+    per_step = list(zip(steps.seconds, generation_s, generated, steps.env_seconds, strict=False))[
+        1:
+    ]
     if not per_step:
         raise ValueError("--gpu-steps must be at least 2: the first step is left out as warm-up")
     return {
-        "rollout/generation_s": statistics.median(g for _, g, _ in per_step),
-        "update/update_s": statistics.median(s - g for s, g, _ in per_step),
-        "time/step_s": statistics.median(s for s, _, _ in per_step),
-        "tokens_per_s": statistics.median(n / g for _, g, n in per_step),
-        "trained_tokens": statistics.median(n for _, _, n in per_step),
-        "trained_tokens_per_s": statistics.median(n / s for s, _, n in per_step),
-        "env_share_pct": None,
+        "rollout/generation_s": statistics.median(g for _, g, _, _ in per_step),
+        "update/update_s": statistics.median(s - g for s, g, _, _ in per_step),
+        "time/step_s": statistics.median(s for s, _, _, _ in per_step),
+        "tokens_per_s": statistics.median(n / g for _, g, n, _ in per_step),
+        "trained_tokens": statistics.median(n for _, _, n, _ in per_step),
+        "trained_tokens_per_s": statistics.median(n / s for s, _, n, _ in per_step),
+        "env_share_pct": statistics.median(100 * e / s for s, _, _, e in per_step),
         "measured_steps": len(per_step),
     }
 
 
 # ---------------------------------------------------------------- the section (parent)
-def _run_child(spec: dict[str, Any]) -> dict[str, Any]:
-    """Run ``spec`` in a fresh process; its last stdout line is the JSON row."""
-    done = subprocess.run(
-        [sys.executable, __file__, "--run", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-    )
+def _run_child(spec: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+    """Run ``spec`` in a fresh process (at most ``timeout`` seconds); its last
+    stdout line is the JSON row, else the row is ``{"error": ...}``."""
+    try:
+        done = subprocess.run(
+            [sys.executable, __file__, "--run", json.dumps(spec)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"did not finish in {timeout:.0f} s (--run-timeout)"}
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         return {"error": " | ".join(tail) or f"exit status {done.returncode}"}
@@ -253,6 +309,11 @@ def _missing(runner: str, backend: str) -> str | None:
     return None
 
 
+def run_names() -> list[str]:
+    """The runs `gpu_section` knows, as ``--gpu-runs`` names them (``envgym-vllm``)."""
+    return [f"{runner}-{backend}" for runner, backend in RUNS]
+
+
 def gpu_section(
     console: Any,
     *,
@@ -262,24 +323,42 @@ def gpu_section(
     max_turns: int,
     vllm_memory: float,
     env_ids: tuple[str, ...] = GPU_ENVS,
+    runs: tuple[str, ...] | None = None,
+    shape: str = "qwen2-0.5b",
     device: str = "cuda",
+    run_timeout: float | None = None,
+    on_record: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Measure every (env, run) pair, print the table and the notes; returns the rows."""
+    """Measure every (env, run) pair, print the table and the notes; returns the
+    rows, a run that failed or was skipped as ``{"env", "run", "error"}``.
+    ``runs`` picks some of `run_names` (None: all); ``shape`` is a key of
+    `MODEL_SHAPES`; ``device`` ``cpu`` runs the section without a GPU (the
+    GPU check's dry run); ``on_record`` gets the rows so far after each run."""
     import torch
 
     from envgym.cli.output import print_table
 
-    notes: dict[str, str] = {}
+    wanted = run_names() if runs is None else list(runs)
+    unknown = sorted(set(wanted) - set(run_names()))
+    if unknown or shape not in MODEL_SHAPES:
+        raise ValueError(
+            f"unknown runs {unknown} or shape {shape!r}; runs are {run_names()}, "
+            f"shapes {sorted(MODEL_SHAPES)}"
+        )
     records: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as folder:
-        with console.status("building a random Qwen2-0.5B-shaped model ...", spinner="dots"):
-            dtype = build_qwen2_shaped_model(Path(folder))
+        with console.status(f"building a random {shape}-shaped Qwen2 model ...", spinner="dots"):
+            dtype = build_qwen2_shaped_model(Path(folder), shape, device)
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()  # the runs are other processes: leave them the memory
         for env_id in env_ids:
             for runner, backend in RUNS:
                 name = f"{runner} {backend}"
+                if f"{runner}-{backend}" not in wanted:
+                    continue
                 why = _missing(runner, backend)
                 if why is not None:
-                    notes[name] = f"{name} skipped: {why}"
+                    records.append({"env": env_id, "run": name, "error": f"skipped: {why}"})
                     continue
                 spec = {
                     "runner": runner,
@@ -297,19 +376,20 @@ def gpu_section(
                 if not console.is_terminal:  # a pipe gets no spinner: say what runs
                     print(f"{name} on {env_id} ...", flush=True)
                 with console.status(f"GPU: {name} on {env_id} ...", spinner="dots"):
-                    row = _run_child(spec)
-                if "error" in row:
-                    notes[f"{name} {env_id}"] = f"{name} on {env_id} failed: {row['error']}"
-                    continue
+                    row = _run_child(spec, run_timeout)
                 records.append({"env": env_id, "run": name, **row})
-    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else device
+                if on_record is not None:
+                    on_record(records)
+    done = [r for r in records if "error" not in r]
+    gpu = torch.cuda.get_device_name() if device.startswith("cuda") else device
     console.print(
-        f"\nGPU ({gpu}), Qwen2-0.5B shape, random, {dtype}, {steps} steps, "
+        f"\nGPU section on {gpu}: {shape} shape, random, {dtype}, {steps} steps, "
         f"{num_groups}x{group_size} episodes of at most {max_turns} x {REPLY_TOKENS} reply tokens"
     )
-    print_table(HEADERS, [_cells(r, records) for r in records], right=HEADERS[2:], console=console)
-    for note in notes.values():
-        console.print(note)
+    print_table(HEADERS, [_cells(r, done) for r in done], right=HEADERS[2:], console=console)
+    for r in records:
+        if "error" in r:
+            console.print(f"{r['run']} on {r['env']}: {r['error']}")
     return records
 
 
@@ -346,6 +426,10 @@ def main(argv: list[str] | None = None) -> int:
     import envgym  # noqa: F401 - registers the ids
 
     row = run_trl(spec) if spec["runner"] == "trl" else run_envgym(spec)
+    if spec["device"].startswith("cuda"):
+        import torch
+
+        row["peak_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30
     print(json.dumps(row), flush=True)
     return 0
 
