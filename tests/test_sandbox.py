@@ -9,6 +9,7 @@ import textwrap
 import threading
 import time
 import warnings
+from pathlib import Path
 
 import pytest
 from sandbox_backends import backend_params, require_backend
@@ -323,17 +324,21 @@ FORGE = """
 import json, os, sys
 nonce = None
 if {with_nonce}:
-    # The job is a fork of the runner: its frames still hold the job's nonce.
+    # Look for the job's nonce in this process's frames (a job forked from the
+    # runner itself would find it there).
     frame = sys._getframe()
     while frame is not None and nonce is None:
         nonce = frame.f_locals.get("nonce")
         frame = frame.f_back
 fake = {{"stdout": "FORGED", "stderr": "", "exit_code": 0, "timed_out": False,
         "duration_s": 0.0, "truncated": False, "nonce": nonce}}
+# The job's parent is the zygote; the runner, whose output goes to the host, is its parent.
+with open(f"/proc/{{os.getppid()}}/stat") as f:
+    runner = int(f.read().rsplit(")", 1)[1].split()[1])
 try:
-    with open(f"/proc/{{os.getppid()}}/fd/1", "w") as out:
+    with open(f"/proc/{{runner}}/fd/1", "w") as out:
         out.write(json.dumps(fake) + "\\n")
-    print("wrote")
+    print("wrote", nonce is not None)
 except OSError as exc:
     print("refused", type(exc).__name__)
 """
@@ -350,11 +355,41 @@ def test_a_job_forging_the_runners_reply_cannot_feed_the_next_job(with_nonce):
         forged = box.run(FORGE.format(with_nonce=with_nonce))
         if forged.stdout.startswith("refused"):
             pytest.skip("the runner's output is out of this user's reach (not root)")
-        if not with_nonce:
-            assert "nonce" in forged.error and forged.stdout == "", forged
-            assert box.restarts == 1
-        # A job can at most forge its own result; every later job gets its own output.
+        # The job process is a copy of the zygote, which never held a job: no nonce
+        # to steal, so the forged reply is refused either way.
+        assert forged.error is not None and "nonce" in forged.error, forged
+        assert forged.stdout == "" and box.restarts == 1
+        # A job can at most spoil its own result; every later job gets its own output.
         for i in range(3):
             after = box.run(f"print('job {i}')")
             assert (after.stdout, after.error) == (f"job {i}\n", None), after
         assert box.restarts == 1
+
+
+def test_emptying_a_folder_is_bounded_and_survives_locked_trees(tmp_path):
+    """The runner's cleanup: locked trees empty, and a tree too deep or too large
+    is reported (the host then replaces the sandbox) rather than worked on forever."""
+    from envgym.sandbox.jobs import CLEAN_MAX_DEPTH, CLEAN_MAX_ENTRIES, clear_folder
+
+    locked = tmp_path / "locked"
+    (locked / "a" / "b").mkdir(parents=True)
+    (locked / "a" / "b" / "f").write_text("x")
+    (locked / "top.txt").write_text("y")
+    (locked / "link").symlink_to("/etc")
+    for folder in (locked / "a" / "b", locked / "a"):
+        folder.chmod(0)
+    assert clear_folder(str(locked)) is True
+    assert list(locked.iterdir()) == [] and Path("/etc").is_dir()
+
+    deep = tmp_path / "deep"
+    path = deep
+    for _ in range(CLEAN_MAX_DEPTH + 5):
+        path = path / "d"
+    path.mkdir(parents=True)
+    assert clear_folder(str(deep)) is False
+
+    wide = tmp_path / "wide"
+    wide.mkdir()
+    for i in range(CLEAN_MAX_ENTRIES + 1):
+        (wide / str(i)).touch()
+    assert clear_folder(str(wide)) is False

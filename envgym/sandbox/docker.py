@@ -33,7 +33,7 @@ from envgym.sandbox.images import (
     image_problem,
 )
 
-#: Memory the runner itself needs beside the job's (Python plus numpy).
+#: Memory the runner and its zygote need beside the job's.
 RUNNER_MEMORY_MB = 160
 #: The runner's command line in the container (the image's CMD says the same).
 RUNNER_COMMAND = ["python3", "-I", "-u", "/opt/envgym/runner.py", *ISOLATED_RUNNER_ARGS]
@@ -153,6 +153,15 @@ class DockerSandbox(RunnerSandbox):
             container.remove(force=True)
         except Exception:
             pass  # already removed by auto_remove
+
+    def throttled_periods(self) -> int | None:
+        if self.container is None:
+            return None
+        try:
+            stats = self.container.stats(stream=False)
+            return int(stats["cpu_stats"]["throttling_data"]["throttled_periods"])
+        except Exception:  # the container is gone, or the daemon does not say
+            return None
 
     def _max_processes(self) -> int | None:
         # The container's pids limit bounds the job; RLIMIT_NPROC would count

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from envgym.sandbox.base import RUNNER_PATH, SandboxError
+from envgym.sandbox.base import RUNNER_FILES, SandboxError
 
 BASE_IMAGE = "envgym-base:latest"
 SANDBOX_IMAGE = "envgym-sandbox:latest"
@@ -61,7 +61,10 @@ def rootfs_path() -> Path:
 
 
 def runner_hash() -> str:
-    return hashlib.sha256(RUNNER_PATH.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256()
+    for path in RUNNER_FILES:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def docker_client(timeout: float = 60):
@@ -178,7 +181,8 @@ def build_images(rebuild_rootfs: bool = False, progress: Progress = print_progre
     progress(f"[3/3] sandbox image {SANDBOX_IMAGE} (docker build --network none)")
     with tempfile.TemporaryDirectory(prefix="envgym-build-") as tmp:
         context = Path(tmp)
-        shutil.copy(RUNNER_PATH, context / "runner.py")
+        for path in RUNNER_FILES:
+            shutil.copy(path, context / path.name)
         build_image(
             client, "Dockerfile.sandbox", context, SANDBOX_IMAGE, {RUNNER_LABEL: runner_hash()}
         )

@@ -2,154 +2,87 @@
 
 One runner process starts with its sandbox and serves jobs until stdin closes,
 so a job pays neither for a container start nor for `docker exec`. It must run
-on any Python 3.9+ with only the standard library: it is copied into the
-sandbox image and bind-mounted into bubblewrap.
+on any Python 3.9+ with only the standard library: it and `jobs.py` (the
+zygote and the job processes) are copied into the sandbox image and
+bind-mounted into bubblewrap, side by side in /opt/envgym.
 
 Protocol: one JSON object per line on stdin (a job), one JSON object per line
-on stdout (its result). The runner writes nothing else to stdout. Each job:
+on stdout (its result). The runner writes nothing else to stdout.
 
-1. the work directory and the scratch folders (``--scratch``: /tmp, /dev/shm,
-   /dev/mqueue in an isolated sandbox) are emptied, System V IPC objects left
-   by the last job are removed, and the job's files are written;
-2. a child is forked into a new session with rlimits on memory, CPU time,
-   file size, open files and (optionally) processes; Python jobs run in the
-   forked interpreter (no interpreter start-up), bash jobs exec /bin/bash;
-3. stdout and stderr are read up to a cap, then drained and dropped, and a
-   marker says so; past the timeout the job's process group is killed;
-4. with ``--isolated`` (a sandbox with its own PID namespace) every process
-   but the runner is killed after the job, so nothing the job started lives
-   on. Without it only the job's process group is killed: the host is shared.
+Three kinds of process:
+
+- the runner reads jobs, writes each job's files, collects its output and
+  replies; in an isolated sandbox it is PID 1;
+- the zygote is forked from the runner before the runner reads any job. It
+  forks one job process per job when the runner asks, ahead of the job's
+  arrival. It never reads a job, so a job process, a copy of the zygote,
+  holds no other job's code, files, stdin or results in its memory;
+- a job process reads its own spec (code, language, limits) from a pipe that
+  only it holds, then runs the job: Python in the forked interpreter (no
+  start-up cost), bash by exec.
+
+Each job:
+
+1. its files are written to the emptied work directory and its spec is sent
+   to the job process waiting for it, which starts a new session under
+   rlimits on memory, CPU time, file size, open files and (optionally)
+   processes;
+2. stdout and stderr are read up to a cap, then drained and dropped, and a
+   marker says so; past the timeout the job's process group is killed; the
+   zygote reports the exit status;
+3. with ``--isolated`` (a sandbox with its own PID namespace) every process
+   but the runner and the zygote is killed after the job (the zygote sends
+   the signal: ``kill(-1)`` spares the sender and PID 1, the runner), so
+   nothing the job started lives on. Without it only the job's process group
+   is killed: the host is shared;
+4. the work directory and the scratch folders (``--scratch``: /tmp, /dev/shm,
+   /dev/mqueue in an isolated sandbox) are emptied and System V IPC objects
+   removed. Emptying is bounded (entries, depth, time): a job that leaves a
+   tree too deep, too large or too odd to delete gets ``"replace": true`` in
+   its result, and the host replaces the sandbox before the next job rather
+   than let that job see the leftovers.
 
 Each reply repeats the job's ``nonce``, so the host can tell the runner's
-reply from one a job forged. The runner is not dumpable: processes of the
-same uid (the jobs) can neither open its file descriptors under /proc nor
-ptrace it. Job processes ask the kernel to kill them first when the sandbox
-runs out of memory (``oom_score_adj``), so the runner survives a memory bomb.
+reply from one a job forged. The runner and the zygote are not dumpable:
+processes of the same uid (the jobs) can neither open their file descriptors
+under /proc nor ptrace them. Job processes ask the kernel to kill them first
+when the sandbox runs out of memory (``oom_score_adj``).
 """
 
 from __future__ import annotations
 
 import base64
-import ctypes
-import ctypes.util
-import functools
 import json
 import os
-import resource
+import select
 import selectors
-import shutil
 import signal
 import sys
 import threading
 import time
 import traceback
 
+# A script, never imported: jobs.py sits beside it, in envgym/sandbox/ or /opt/envgym.
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from jobs import (  # noqa: E402
+    ZYGOTE_TIMEOUT_S,
+    Zygote,
+    ZygoteGone,
+    clear_folder,
+    not_dumpable,
+    oom_kills,
+    remove_sysv_ipc,
+)
+
 TRUNCATION_MARKER = "\n[envgym: {stream} truncated: the job wrote more than {limit} bytes]\n"
 
 
-def _empty_dir(path: str) -> None:
-    for entry in os.scandir(path):
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                # A job may have made a folder read-only to survive the wipe.
-                for root, dirs, _files in os.walk(entry.path):
-                    for name in dirs:
-                        os.chmod(os.path.join(root, name), 0o700)
-                os.chmod(entry.path, 0o700)
-                shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
-        except FileNotFoundError:
-            pass
-
-
-def _empty_scratch(folders: list[str]) -> None:
-    for folder in folders:
-        if folder.endswith("/mqueue"):
-            # POSIX message queues cannot be folders; unlink removes each queue.
-            for entry in _scandir(folder):
-                try:
-                    os.unlink(entry.path)
-                except OSError:
-                    pass
-        elif os.path.isdir(folder):
-            _empty_dir(folder)
-
-
-def _scandir(folder: str) -> list:
+def _folder_is_empty(folder: str) -> bool:
     try:
-        return list(os.scandir(folder))
+        with os.scandir(folder) as entries:
+            return next(entries, None) is None
     except OSError:
-        return []
-
-
-_IPC_RMID = 0
-
-
-@functools.cache
-def _libc():
-    """The C library, loaded once (find_library runs ldconfig: too slow per job)."""
-    for name in ("libc.so.6", ctypes.util.find_library("c")):
-        try:
-            return ctypes.CDLL(name, use_errno=True)
-        except (OSError, TypeError):
-            continue
-    return None
-
-
-def _remove_sysv_ipc() -> None:
-    """Remove the System V shared memory, semaphores and message queues of this
-    IPC namespace (the sandbox's own), so no job reads what the last one left."""
-    libc = _libc()
-    if libc is None:
-        return
-    for kind, remove in (
-        ("shm", lambda i: libc.shmctl(i, _IPC_RMID, None)),
-        ("sem", lambda i: libc.semctl(i, 0, _IPC_RMID)),
-        ("msg", lambda i: libc.msgctl(i, _IPC_RMID, None)),
-    ):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as f:
-                rows = f.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            fields = row.split()
-            if len(fields) > 1:
-                remove(int(fields[1]))
-
-
-#: Where a container sees its own cgroup's out-of-memory kill count (v2, v1).
-_OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
-
-
-def oom_kill_count(path: str) -> int | None:
-    """The ``oom_kill`` count in a cgroup's memory.events (v2) or
-    memory.oom_control (v1) file; None where it cannot be read."""
-    try:
-        with open(path) as f:
-            for line in f:
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    return int(value)
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def _oom_kills() -> int | None:
-    for path in _OOM_COUNTERS:
-        count = oom_kill_count(path)
-        if count is not None:
-            return count
-    return None
-
-
-def _not_dumpable() -> None:
-    """Keep same-uid processes (the jobs) out of /proc/<runner>/fd and ptrace."""
-    libc = _libc()
-    if libc is not None:
-        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+        return False
 
 
 def _write_files(work: str, files: dict) -> str | None:
@@ -167,120 +100,29 @@ def _write_files(work: str, files: dict) -> str | None:
     return None
 
 
-def _limit(kind: int, value: int) -> None:
-    try:
-        resource.setrlimit(kind, (value, value))
-    except (ValueError, OSError):
-        # A hard limit already below ours (set by the sandbox) stays in force.
-        soft, hard = resource.getrlimit(kind)
-        if hard != resource.RLIM_INFINITY and hard < value:
-            resource.setrlimit(kind, (hard, hard))
-
-
-def _child(job: dict, work: str, stdin_r: int, out_w: int, err_w: int) -> None:
-    """Runs in the forked child; never returns."""
-    code = 1
-    try:
-        os.setsid()
-        os.dup2(stdin_r, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
-        os.closerange(3, 65536)
-        os.chdir(work)
-        try:
-            # Raising one's own score needs no privilege: an out-of-memory kill
-            # in the sandbox then takes the job, not the runner.
-            with open("/proc/self/oom_score_adj", "w") as f:
-                f.write("1000")
-        except OSError:
-            pass
-        mb = 1024 * 1024
-        _limit(resource.RLIMIT_AS, int(job["memory_mb"]) * mb)
-        _limit(resource.RLIMIT_CPU, int(job["timeout_s"]) + 1)
-        _limit(resource.RLIMIT_FSIZE, int(job["file_mb"]) * mb)
-        _limit(resource.RLIMIT_NOFILE, 256)
-        _limit(resource.RLIMIT_CORE, 0)
-        if job.get("max_processes"):
-            _limit(resource.RLIMIT_NPROC, int(job["max_processes"]))
-        env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": work,
-            "LANG": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "OPENBLAS_NUM_THREADS": "1",
-            "OMP_NUM_THREADS": "1",
-            **job.get("env", {}),
-        }
-        if job["language"] == "bash":
-            os.execve("/bin/bash", ["bash", "main.sh"], env)
-        os.environ.clear()
-        os.environ.update(env)
-        sys.stdin = open(0, closefd=False)  # noqa: SIM115
-        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
-        sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
-        sys.argv = ["main.py"]
-        sys.path[0] = work
-        try:
-            path = os.path.join(work, "main.py")
-            with open(path, encoding="utf-8") as f:
-                source = f.read()
-            main_module = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
-            sys.modules["__main__"] = type(sys)("__main__")
-            sys.modules["__main__"].__dict__.update(main_module)
-            exec(compile(source, path, "exec"), sys.modules["__main__"].__dict__)
-            code = 0
-        except SystemExit as exc:
-            if exc.code is None:
-                code = 0
-            elif isinstance(exc.code, int):
-                code = exc.code
-            else:
-                print(exc.code, file=sys.stderr)
-                code = 1
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:
-                pass
-    except BaseException:
-        try:
-            os.write(2, traceback.format_exc().encode())
-        except BaseException:
-            pass
-    os._exit(code & 0xFF)
-
-
-def _kill_everything_else() -> None:
-    """Kill every process in this PID namespace except the runner (and PID 1)."""
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    _reap()
-
-
-def _reap() -> None:
+# ---------------------------------------------------------------- the runner
+def _reap(zygote_pid: int) -> bool:
+    """Reap the zombies reparented to the runner; False if one was the zygote."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return True
         if pid == 0:
-            return
+            return True
+        if pid == zygote_pid:
+            return False
 
 
-def _other_processes() -> list[int]:
-    me = os.getpid()
+def _other_processes(keep: set[int]) -> list[int]:
+    """Live processes of this PID namespace besides ``keep`` and PID 1."""
     pids = []
     for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in (me, 1):
+        if name.isdigit() and int(name) not in keep and name != "1":
             try:
                 with open(f"/proc/{name}/stat") as f:
                     state = f.read().rsplit(")", 1)[1].split()[0]
-            except OSError:
+            except (OSError, IndexError):
                 continue
             if state not in ("Z", "X"):
                 pids.append(int(name))
@@ -310,103 +152,172 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def run_job(job: dict, work: str, isolated: bool, scratch: list[str]) -> dict:
-    started = time.monotonic()
-    _empty_dir(work)
-    _empty_scratch(scratch)
-    if isolated:
-        _remove_sysv_ipc()
-    oom_before = _oom_kills()
-    files = dict(job.get("files") or {})
-    main = "main.sh" if job["language"] == "bash" else "main.py"
-    files[main] = job["code"]
-    problem = _write_files(work, files)
-    if problem:
-        return {"error": problem}
-    stdin_r, stdin_w = os.pipe()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    sys.stdout.flush()
-    pid = os.fork()
-    if pid == 0:
-        for fd in (stdin_w, out_r, err_r):
-            os.close(fd)
-        _child(job, work, stdin_r, out_w, err_w)
-    for fd in (stdin_r, out_w, err_w):
-        os.close(fd)
-    _feed_stdin(stdin_w, (job.get("stdin") or "").encode())
-    limit = int(job["max_output_bytes"])
-    captured = {out_r: bytearray(), err_r: bytearray()}
-    dropped = {out_r: 0, err_r: 0}
-    sel = selectors.DefaultSelector()
-    sel.register(out_r, selectors.EVENT_READ)
-    sel.register(err_r, selectors.EVENT_READ)
-    deadline = started + float(job["timeout_s"])
-    timed_out = False
-    status = None
-    open_streams = 2
-    while True:
-        if status is None:
-            done, st = os.waitpid(pid, os.WNOHANG)
-            if done:
-                status = st
+class Runner:
+    """Serves jobs: one `run` per job line."""
+
+    def __init__(self, work: str, isolated: bool, scratch: list[str]) -> None:
+        self.work = work
+        self.isolated = isolated
+        self.scratch = scratch
+        self.zygote = Zygote(work, isolated)
+        #: job processes killed after their job but perhaps not yet gone: pid -> pidfd
+        self.dying: dict[int, int] = {}
+
+    def _still_dying(self) -> set[int]:
+        """The killed job processes not yet gone (a pidfd names one process, so
+        a pid reused since is not mistaken for it)."""
+        for pid, pidfd in list(self.dying.items()):
+            if select.select([pidfd], [], [], 0)[0]:  # readable: it has exited
+                os.close(pidfd)
+                del self.dying[pid]
+        return set(self.dying)
+
+    def clean_folders(self) -> bool:
+        """Empty the work dir and the scratch folders; False if one would not empty."""
+        ok = clear_folder(self.work)
+        for folder in self.scratch:
+            if os.path.isdir(folder):
+                ok = clear_folder(folder) and ok
+        if self.isolated:
+            remove_sysv_ipc()
+        return ok
+
+    def run(self, job: dict) -> dict:
+        started = time.monotonic()
+        if not _folder_is_empty(self.work):
+            return {"error": "the sandbox's work directory is not empty", "retry": True}
+        oom_before = oom_kills()
+        files = dict(job.get("files") or {})
+        files["main.sh" if job["language"] == "bash" else "main.py"] = job["code"]
+        try:
+            problem = _write_files(self.work, files)
+        except OSError as exc:
+            self.clean_folders()
+            return {"error": f"cannot write the job's files ({exc.strerror})", "retry": True}
+        if problem:
+            self.clean_folders()
+            return {"error": problem}
+        self.zygote.exits.clear()  # earlier jobs' processes, reported late
+        try:
+            pid, (spec_w, stdin_w, out_r, err_r, status_r) = self.zygote.take()
+        except ZygoteGone as exc:  # the last job killed it: this one never started
+            self.clean_folders()
+            return {"error": f"the sandbox cannot start jobs: {exc}", "retry": True, "gone": True}
+        try:
+            self.dying[pid] = os.pidfd_open(pid)
+        except OSError:
+            pass  # already gone
+        spec = {key: job[key] for key in ("language", "memory_mb", "timeout_s", "file_mb")}
+        spec.update(max_processes=job.get("max_processes"), env=job.get("env", {}))
+        try:
+            _write_all(spec_w, json.dumps(spec).encode())
+        except OSError:
+            pass  # it died since take(): the job ends at once and the zygote says how
+        os.close(spec_w)
+        _feed_stdin(stdin_w, (job.get("stdin") or "").encode())
+        deadline = started + float(job["timeout_s"])
+        result = self._collect(pid, (out_r, err_r, status_r), deadline, job)
+        replace = False
+        dying = self._still_dying()
+        if self.isolated:
+            # Job processes killed with their group run nothing more, though the
+            # kernel may still be taking them down; the next job's process waits
+            # for its spec (take() checks it was not tampered with).
+            keep = {os.getpid(), self.zygote.pid, *dying, *self.zygote.waiting()}
+            if _other_processes(keep):
+                self.zygote.clean()
+            if not _reap(self.zygote.pid):
+                raise ZygoteGone("the zygote died")
+            leftovers = len(_other_processes(keep))
+            result["leftover_processes"] = leftovers
+            replace = leftovers > 0
+        if not self.clean_folders():
+            replace = True
+        if replace:
+            result["replace"] = True
+        result["duration_s"] = time.monotonic() - started
+        oom_after = oom_kills()
+        if oom_before is not None and oom_after is not None:
+            result["oom_kills"] = oom_after - oom_before
+        return result
+
+    def _collect(self, pid: int, fds: tuple[int, int, int], deadline: float, job: dict) -> dict:
+        """Read the job's output until it has ended (or the deadline), then kill
+        its group. The exit code comes from the status pipe when the job process
+        wrote one, else from the zygote."""
+        out_r, err_r, status_r = fds
+        limit = int(job["max_output_bytes"])
+        captured = {out_r: bytearray(), err_r: bytearray()}
+        dropped = {out_r: 0, err_r: 0}
+        status = bytearray()
+        code = None
+        sel = selectors.DefaultSelector()
+        for fd in fds:
+            sel.register(fd, selectors.EVENT_READ)
+        sel.register(self.zygote.control, selectors.EVENT_READ)
+        timed_out = False
+        open_streams = 2
+        zygote = self.zygote
+        while True:
+            ended = code is not None or pid in zygote.exits
+            if ended:
+                if open_streams == 0:
+                    break
                 # Background children may hold the pipes open: stop waiting soon.
                 deadline = min(deadline, time.monotonic() + 0.2)
-        if open_streams == 0 and status is not None:
-            break
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            if status is None:
-                timed_out = True
-            break
-        for key, _ in sel.select(timeout=min(remaining, 0.05)):
-            fd = key.fd
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                sel.unregister(fd)
-                os.close(fd)
-                open_streams -= 1
-                continue
-            room = limit - len(captured[fd])
-            captured[fd] += chunk[:room] if room > 0 else b""
-            dropped[fd] += max(0, len(chunk) - max(room, 0))
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if status is None:
-        _, status = os.waitpid(pid, 0)
-    if isolated:
-        _kill_everything_else()
-    for key in list(sel.get_map().values()):
-        os.close(key.fd)
-    sel.close()
-    result = {
-        "stdout": captured[out_r].decode("utf-8", "replace"),
-        "stderr": captured[err_r].decode("utf-8", "replace"),
-        "timed_out": timed_out,
-        "truncated": bool(dropped[out_r] or dropped[err_r]),
-        "duration_s": time.monotonic() - started,
-    }
-    for fd, name in ((out_r, "stdout"), (err_r, "stderr")):
-        if dropped[fd]:
-            result[name] += TRUNCATION_MARKER.format(stream=name, limit=limit)
-    if os.WIFSIGNALED(status):
-        result["exit_code"] = -os.WTERMSIG(status)
-    else:
-        result["exit_code"] = os.WEXITSTATUS(status)
-    if isolated:
-        result["leftover_processes"] = len(_other_processes())
-    oom_after = _oom_kills()
-    if oom_before is not None and oom_after is not None:
-        result["oom_kills"] = oom_after - oom_before
-    return result
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = not ended
+                break
+            for key, _ in sel.select(timeout=remaining):
+                if key.fileobj is zygote.control:
+                    zygote.receive(time.monotonic() + 1.0)
+                    continue
+                fd = key.fd
+                chunk = os.read(fd, 65536)
+                if fd == status_r:
+                    status += chunk[:8]
+                    if not chunk:
+                        sel.unregister(fd)
+                        if status.isdigit() and int(status) < 256:
+                            code = int(status)
+                    continue
+                if not chunk:
+                    sel.unregister(fd)
+                    open_streams -= 1
+                    continue
+                room = limit - len(captured[fd])
+                captured[fd] += chunk[:room] if room > 0 else b""
+                dropped[fd] += max(0, len(chunk) - max(room, 0))
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if code is None or timed_out:
+            exit_deadline = time.monotonic() + ZYGOTE_TIMEOUT_S
+            while pid not in zygote.exits:
+                zygote.receive(exit_deadline)
+            raw = zygote.exits.pop(pid)
+            code = -os.WTERMSIG(raw) if os.WIFSIGNALED(raw) else os.WEXITSTATUS(raw)
+        sel.close()
+        for fd in fds:
+            os.close(fd)
+        result = {
+            "stdout": captured[out_r].decode("utf-8", "replace"),
+            "stderr": captured[err_r].decode("utf-8", "replace"),
+            "timed_out": timed_out,
+            "truncated": bool(dropped[out_r] or dropped[err_r]),
+            "exit_code": code,
+        }
+        for fd, name in ((out_r, "stdout"), (err_r, "stderr")):
+            if dropped[fd]:
+                result[name] += TRUNCATION_MARKER.format(stream=name, limit=limit)
+        return result
 
 
 def main(argv: list[str]) -> int:
     work = "/work"
     isolated = False
-    preload = False
     scratch: list[str] = []
     args = list(argv)
     while args:
@@ -415,37 +326,47 @@ def main(argv: list[str]) -> int:
             work = os.path.realpath(args.pop(0))
         elif arg == "--isolated":
             isolated = True
-        elif arg == "--preload-numpy":
-            preload = True
         elif arg == "--scratch":
             scratch.append(args.pop(0))
-    if preload:
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-        try:
-            import numpy  # noqa: F401  (jobs that import it start instantly)
-        except ImportError:
-            pass
-    # The job may kill us; a broken pipe to the host must end the runner quietly.
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # A write to a job's pipe that the job closed is an error to handle, not a
+    # reason to die; a host that went away ends the loop below.
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    _not_dumpable()
+    not_dumpable()
     out = sys.stdout
-    out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
-    out.flush()
+    # Forked before any job is read: the zygote's memory never holds one.
+    runner = Runner(work, isolated, scratch)
+    if not _reply(out, {"ready": True, "pid": os.getpid()}):
+        return 0
     for line in sys.stdin:
         if not line.strip():
             continue
         nonce = None
+        gone = False
         try:
             job = json.loads(line)
             nonce = job.pop("nonce", None)
-            result = run_job(job, work, isolated, scratch)
+            result = runner.run(job)
+            gone = bool(result.pop("gone", False))
+        except ZygoteGone as exc:
+            result = {"error": f"runner failed: {exc}"}
+            gone = True
         except Exception:
             result = {"error": "runner failed: " + traceback.format_exc(limit=3)}
         result["nonce"] = nonce
-        out.write(json.dumps(result) + "\n")
-        out.flush()
+        if not _reply(out, result) or gone:
+            return 1
     return 0
+
+
+def _reply(out, message: dict) -> bool:
+    """Write one line to the host; False when the host has gone."""
+    try:
+        out.write(json.dumps(message) + "\n")
+        out.flush()
+    except BrokenPipeError:
+        return False
+    return True
 
 
 if __name__ == "__main__":
