@@ -1,12 +1,20 @@
-"""Episodes per second of envgym/Code-v0 under RL load, against `docker exec`.
+"""Episodes per second of envgym/Code-v0 under RL load, against `docker exec`
+and against the previous grader.
 
 64 Code-v0 envs in one `TextVectorEnv` (threads, so every env shares one
 pool), each episode a single-turn submission of the reference solution (what
-the oracle sends), graded in the sandbox: one job that loads the submission
-and runs every public and hidden test. Measured on a pool of 4 warm docker
-sandboxes and of 4 warm bwrap sandboxes, and, in the same run, the very same
-grading jobs sent with `docker exec` into 4 warm containers of the sandbox
-image from 4 threads (how a peer without a persistent runner pays per job).
+the oracle sends), graded in the sandbox: one job that runs every public and
+hidden test. Measured on a pool of 4 warm docker sandboxes and of 4 warm
+bwrap sandboxes, and, in the same run:
+
+- the very same grading jobs sent with `docker exec` into 4 warm containers of
+  the sandbox image from 4 threads (how a peer without a persistent runner
+  pays per job);
+- grading jobs alone (no env around them) on 4 sandboxes from 4 threads,
+  today's grader (the harness keeps the submission in processes of its own;
+  jobs forked from a zygote) beside the previous one (the harness ran the
+  submission in its own interpreter; jobs forked from the runner), whose
+  harness and runner are read from git at ``--previous-ref``.
 
     python benchmarks/code_env.py              # 256 episodes per row
     python benchmarks/code_env.py --episodes 64 --skip-docker
@@ -15,13 +23,19 @@ image from 4 threads (how a peer without a persistent runner pays per job).
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import secrets
+import subprocess
+import tempfile
 import threading
 import time
 import warnings
+from collections.abc import Callable
+from pathlib import Path
 
 import gymnasium as gym
+from sandbox import PREVIOUS_REF, ROOT, previous_runner, sandbox_factory  # beside this file
 
 import envgym  # noqa: F401  (registers the ids)
 from envgym.envs.code import execution
@@ -62,19 +76,96 @@ def pooled(backend: str, num_envs: int, episodes: int, pool_size: int) -> float:
     return done / elapsed
 
 
+def _spec(problem, timeout_s: float = 10.0) -> dict:
+    return {
+        "entry_point": problem.entry_point,
+        "prompt": problem.prompt,
+        "setup": problem.setup,
+        "public": list(problem.public_tests),
+        "hidden": list(problem.tests),
+        "timeout_s": timeout_s,
+    }
+
+
 def grading_job(problem, code: str) -> str:
-    """The grading job Code-v0 sends, as one program for `python3 -c` (files and
-    the marker are written by the program itself, since exec has no files)."""
-    spec = {"entry_point": problem.entry_point, "setup": problem.setup,
-            "public": list(problem.public_tests), "hidden": list(problem.tests)}  # fmt: skip
+    """The grading job Code-v0 sends, as one program for `python3 -c` (the
+    submission file and stdin are made by the program itself, since exec has
+    neither; the tests then sit in the harness's memory before it forks, which
+    only this emulation of a peer does)."""
     mark = "@@envgym-result-" + secrets.token_hex(16) + "@@"
+    stdin = mark + "\n" + json.dumps(_spec(problem))
     return (
         "import io, os, sys, tempfile\n"
         "os.chdir(tempfile.mkdtemp())\n"
         f"open('submission.py', 'w').write({code!r})\n"
-        f"open('tests.json', 'w').write({json.dumps(spec)!r})\n"
-        f"sys.stdin = io.StringIO({mark + chr(10)!r})\n" + execution._HARNESS
+        f"sys.stdin = io.StringIO({stdin!r})\n" + execution.HARNESS_PATH.read_text()
     )
+
+
+def previous_harness(ref: str) -> str:
+    """The grading program of commit ``ref`` (``_HARNESS`` in its execution.py)."""
+    source = subprocess.run(
+        ["git", "show", f"{ref}:envs/code/execution.py"], cwd=ROOT, check=True, capture_output=True
+    ).stdout.decode()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_HARNESS":
+            return ast.literal_eval(node.value)
+    raise SystemExit(f"{ref}: envs/code/execution.py has no _HARNESS")
+
+
+Job = tuple[str, dict, str]  # code, files, stdin
+
+
+def current_job(problem) -> Job:
+    mark = "@@envgym-result-" + secrets.token_hex(16) + "@@"
+    code = execution.HARNESS_PATH.read_text()
+    return code, {"submission.py": problem.solution}, mark + "\n" + json.dumps(_spec(problem))
+
+
+def previous_job(harness: str) -> Callable[[object], Job]:
+    def make(problem) -> Job:
+        mark = "@@envgym-result-" + secrets.token_hex(16) + "@@"
+        spec = {k: v for k, v in _spec(problem).items() if k in ("entry_point", "setup")}
+        spec.update(public=list(problem.public_tests), hidden=list(problem.tests))
+        files = {"submission.py": problem.solution, "tests.json": json.dumps(spec)}
+        return harness, files, mark + "\n"
+
+    return make
+
+
+def direct(make_box: Callable[[], object], make_job, problems: list, episodes: int) -> float:
+    """Grading jobs per second on 4 sandboxes from 4 client threads, each job
+    checked to pass every test."""
+    boxes = [make_box() for _ in range(4)]
+    failures: list[str] = []
+    try:
+        for box in boxes:
+            box.start()
+        per_thread = episodes // len(boxes)
+
+        def client(box, offset: int) -> None:
+            try:
+                for i in range(per_thread):
+                    code, files, stdin = make_job(problems[(offset + i) % len(problems)])
+                    out = box.run(code, files=files, stdin=stdin).stdout
+                    if '"ok": true' not in out or '"ok": false' in out:
+                        failures.append(out[-300:])
+            except Exception as exc:  # a thread's exception would vanish otherwise
+                failures.append(repr(exc))
+
+        threads = [threading.Thread(target=client, args=(b, k * 7)) for k, b in enumerate(boxes)]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        elapsed = time.perf_counter() - start
+    finally:
+        for box in boxes:
+            box.close()
+    if failures:
+        raise SystemExit(f"{len(failures)} grading jobs failed, e.g. {failures[0]}")
+    return per_thread * len(boxes) / elapsed
 
 
 def docker_exec(episodes: int, problems: list, containers: int) -> float:
@@ -120,16 +211,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--envs", type=int, default=64, help="envs in the vector env")
     parser.add_argument("--pool", type=int, default=4, help="sandboxes in the pool")
     parser.add_argument("--skip-docker", action="store_true", help="bwrap only")
+    parser.add_argument(
+        "--previous-ref", default=PREVIOUS_REF, help="git commit of the previous grader"
+    )
     args = parser.parse_args(argv)
 
     problems = [p for p in load_split("basic") if p.difficulty == "easy"]
+    runner = previous_runner(args.previous_ref, Path(tempfile.mkdtemp(prefix="envgym-prev-")))
+    old_job = previous_job(previous_harness(args.previous_ref))
     rows: list[tuple[str, float]] = []
+    backends = ["bwrap"] if args.skip_docker else ["docker", "bwrap"]
     if not args.skip_docker:
         rows.append(("docker exec, 4 warm containers", docker_exec(args.episodes, problems, 4)))
-        rate = pooled("docker", args.envs, args.episodes, args.pool)
-        rows.append((f"envgym pool of {args.pool}, docker", rate))
-    rate = pooled("bwrap", args.envs, args.episodes, args.pool)
-    rows.append((f"envgym pool of {args.pool}, bwrap", rate))
+    for backend in backends:
+        rate = pooled(backend, args.envs, args.episodes, args.pool)
+        rows.append((f"envgym pool of {args.pool}, {backend}", rate))
+    for backend in backends:
+        now = direct(sandbox_factory(backend, None), current_job, problems, args.episodes)
+        rows.append((f"grading jobs alone, {backend}", now))
+        then = direct(sandbox_factory(backend, runner), old_job, problems, args.episodes)
+        rows.append((f"previous grader, {backend}", then))
     base = rows[0][1]
     print(f"{args.envs} Code-v0 envs (easy problems), {args.episodes} single-turn episodes "
           "per row, the reference solution graded by every test\n")  # fmt: skip
@@ -137,6 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| {'-' * 36} | ---: | ---: |")
     for name, rate in rows:
         print(f"| {name:36} | {rate:,.1f} | {rate / base:.1f}x |")
+    print("\n| backend | grading jobs/s now | previous grader | now vs previous |")
+    print("| --- | ---: | ---: | ---: |")
+    for backend in backends:
+        now = dict(rows)[f"grading jobs alone, {backend}"]
+        then = dict(rows)[f"previous grader, {backend}"]
+        print(f"| {backend} | {now:,.1f} | {then:,.1f} | {now / then:.2f}x |")
     return 0
 
 

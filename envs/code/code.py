@@ -91,7 +91,14 @@ class CodeEnv(TextEnv):
     or that never names the function, fails them all without running). The
     default weights are 0 and 0: the reward is the fraction of hidden tests
     passed. HumanEval's hidden tests are the asserts of its ``check``,
-    one test each where ``check`` is only asserts. A reply with
+    one test each where ``check`` is only asserts. Tests never run in the
+    submission's process: the submission runs in processes of its own, the
+    tests call its function with plain data and compare what comes back
+    themselves, types included (``True`` is not ``1``, a tuple is not a list;
+    int and float compare by value). A function that returns anything but
+    plain data (None, bool, int, float, str, bytes, and lists, tuples, dicts,
+    sets of those) fails that test, and identity (``is``) or changes made to
+    an argument are not seen by the tests. A reply with
     no action costs ``format_penalty`` (component ``format``). ``info`` has
     ``tools``, ``cost`` (``executions``, ``sandbox_seconds``), ``grade`` (after
     a submission: tests passed), ``sandbox_error`` (True when the last job
@@ -116,7 +123,9 @@ class CodeEnv(TextEnv):
     problem of the split.
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version. The grader runs the submission apart from the tests
+      and compares plain data with types; basic/medium/012's identity test was
+      replaced by one the process boundary can see.
     """
 
     presets: ClassVar[dict[str, Preset]] = {

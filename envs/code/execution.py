@@ -1,28 +1,27 @@
 """Running the Code env's jobs in a sandbox: free-form runs, and grading a
-submission against its tests in one job whose results cannot be forged by
-printing.
+submission against its tests in one job whose results the submission cannot
+forge.
 
-A grading job runs `_HARNESS` with the submission and the tests as files and a
-random marker on stdin. The harness runs the submission with its output sent
-to a buffer, then each test in a copy of the submission's namespace, and after
-each one writes a result line that starts with the marker. The host reads
-only lines that carry this job's marker, so a submission that prints a result
-line of its own (it never sees the marker in its output or on disk) changes
-nothing; a test the harness did not report (the job died, timed out or was
-killed) counts as failed. A submission that digs the marker out of the
-harness's memory could still forge a line: the marker stops printed forgeries,
-not a submission written to attack this harness. Nor do plain ``assert``
-tests stop a function that returns an object whose ``__eq__`` always says
-True; problem sets that care compare types in their tests.
+A grading job runs `harness.py` (trusted) with the submission as a file and,
+on stdin, a random marker and the tests. The harness never runs the
+submission: it forks submission processes before it reads the tests, calls
+the entry point in them with plain data only, and compares what comes back
+itself, types included (see `harness.py`). After each test it writes a result
+line that starts with the marker to an output no submission process holds.
+The host reads only well-formed lines that carry this job's marker; a test the
+harness did not report (the job died, timed out or was killed) counts as
+failed, and nothing in the job's output can make `grade_submission` raise.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
-import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from envgym.envs.code.problems import Problem, to_printable
@@ -40,7 +39,9 @@ __all__ = [
 MAX_STREAM_CHARS = 2000
 
 #: The sandbox runner's own frame atop a traceback: not the agent's code.
-_RUNNER_FRAME = re.compile(r'  File "[^"\n]*runner\.py", line \d+, in _child\n(?:    [^\n]*\n)*')
+_RUNNER_FRAME = re.compile(
+    r'  File "[^"\n]*jobs\.py", line \d+, in _job_process\n(?:    [^\n]*\n)*'
+)
 
 
 @dataclass
@@ -67,13 +68,16 @@ def _run(
     code: str,
     timeout_s: float,
     files: dict[str, str] | None = None,
-    stdin: str | None = None,
+    stdin: str | Callable[[float], str] | None = None,
 ) -> JobOutcome:
+    """One job on a leased sandbox, at most ``timeout_s`` (and the sandbox's
+    own limit); ``stdin`` may be made from that limit."""
     try:
         pool = pool if pool is not None else shared_pool()
         with pool.lease() as box:
             limit = min(timeout_s, box.limits.timeout_s)
-            result = box.run(code, files=files, stdin=stdin, timeout_s=limit)
+            text = stdin(limit) if callable(stdin) else stdin
+            result = box.run(code, files=files, stdin=text, timeout_s=limit)
     except (SandboxError, OSError, ValueError) as exc:
         failed = ExecResult(stdout="", stderr="", exit_code=-1, error=str(exc))
         return JobOutcome(failed, f"the sandbox could not run the job: {exc}")
@@ -107,72 +111,8 @@ def format_output(outcome: JobOutcome) -> str:
     return to_printable("\n".join(lines))
 
 
-# The harness gets the marker on stdin, then removes its own file and the tests
-# file, so neither the submission's output nor the work dir holds the marker.
-# Everything it calls after the submission has run is bound to a local first:
-# a submission that replaces builtins.exec, json.dumps or os.write changes
-# nothing the harness uses.
-_HARNESS = r"""
-import contextlib, io, json, os, sys, traceback
-
-def _main():
-    mark = sys.stdin.readline().strip()
-    with open("tests.json", encoding="utf-8") as f:
-        spec = json.load(f)
-    with open("submission.py", encoding="utf-8") as f:
-        source = f.read()
-    for name in ("tests.json", "main.py"):
-        try:
-            os.remove(name)
-        except OSError:
-            pass
-    out, write, run, build, copy, number = os.dup(1), os.write, exec, compile, dict, enumerate
-    base, redirect, callable_, format_exc = BaseException, contextlib.redirect_stdout, callable, (
-        traceback.format_exception_only)
-    safe = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-    safe |= set(" .,:;()[]{}<>=+-*/'_!?#%&|^~@$")
-
-    def report(kind, index, ok, error):
-        text = "".join(c if c in safe else " " for c in (error or "")[-400:])
-        line = '\n%s{"kind": "%s", "index": %d, "ok": %s, "error": "%s"}\n' % (
-            mark, kind, index, "true" if ok else "false", text)
-        write(out, line.encode())
-
-    def describe(exc):
-        return "".join(format_exc(type(exc), exc)).strip()
-
-    sink = io.StringIO()
-    namespace = {"__name__": "solution"}
-    try:
-        with redirect(sink):
-            run(build(source, "submission.py", "exec"), namespace)
-        error = None
-        if not callable_(namespace.get(spec["entry_point"])):
-            error = "the code does not define a function named " + spec["entry_point"]
-    except base as exc:
-        tb = traceback.extract_tb(exc.__traceback__)
-        where = [f for f in tb if f.filename == "submission.py"]
-        line = " (submission.py, line %d)" % where[-1].lineno if where else ""
-        error = describe(exc) + line
-    report("load", 0, error is None, error)
-    setup = build(spec["setup"], "<setup>", "exec") if spec["setup"] else None
-    for kind in ("public", "hidden"):
-        for index, test in number(spec[kind]):
-            scope = copy(namespace)
-            try:
-                with redirect(sink):
-                    if setup is not None:
-                        run(setup, scope)
-                    run(build(test, "<%s test %d>" % (kind, index + 1), "exec"), scope)
-                ok, error = True, None
-            except base as exc:
-                ok, error = False, describe(exc)
-            sink.seek(0)
-            sink.truncate()
-            report(kind, index, ok, error)
-
-_main()
-"""
+#: The grading job's code (`harness.py`): it runs in the sandbox, not here.
+HARNESS_PATH = Path(__file__).with_name("harness.py")
 
 
 @dataclass
@@ -198,8 +138,13 @@ class Grade:
         return sum(1 for ok in self.hidden if ok)
 
 
+#: What the harness reports: loading, each test, and running out of time.
+_RECORD_KINDS = ("load", "public", "hidden", "timeout")
+
+
 def _read_results(stdout: str, mark: str) -> dict[tuple[str, int], dict[str, Any]]:
-    """The harness's records in `stdout`: the first per test, lines without the mark ignored."""
+    """The harness's records in `stdout`: the first per test; a line without the
+    mark, or that is not a well-formed record, is ignored (never an error)."""
     records: dict[tuple[str, int], dict[str, Any]] = {}
     for line in stdout.splitlines():
         at = line.find(mark)
@@ -207,26 +152,31 @@ def _read_results(stdout: str, mark: str) -> dict[tuple[str, int], dict[str, Any
             continue
         try:
             record = json.loads(line[at + len(mark) :])
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-        if not isinstance(record, dict) or not isinstance(record.get("kind"), str):
+        if not isinstance(record, dict):
             continue
-        key = (record["kind"], int(record.get("index", 0) or 0))
-        records.setdefault(key, record)
+        kind, index, ok, error = (record.get(k) for k in ("kind", "index", "ok", "error"))
+        if kind not in _RECORD_KINDS or type(index) is not int or index < 0:
+            continue
+        if type(ok) is not bool or not (error is None or type(error) is str):
+            continue
+        records.setdefault((kind, index), {"ok": ok, "error": error or None})
     return records
 
 
 def _refusal(code: str, entry_point: str) -> str | None:
-    """Why `code` cannot pass a test, found without running it (a syntax error,
-    or the function's name nowhere in it), or None."""
-    try:
-        compile(code, "submission.py", "exec", dont_inherit=True)
-    except Exception as exc:  # SyntaxError, or ValueError for a null byte
-        text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        return text[-400:]
+    """Why `code` cannot pass a test, found without running or compiling it
+    (the function's name is nowhere in it), or None. Compiling happens in the
+    sandbox: here a large reply would hold the host's interpreter."""
     if entry_point not in code:
         return f"the code does not define a function named {entry_point}"
     return None
+
+
+@functools.cache
+def _harness_source() -> str:
+    return HARNESS_PATH.read_text(encoding="utf-8")
 
 
 def grade_submission(
@@ -249,12 +199,18 @@ def grade_submission(
     mark = "@@envgym-result-" + secrets.token_hex(16) + "@@"
     spec = {
         "entry_point": problem.entry_point,
+        "prompt": problem.prompt,
         "setup": problem.setup,
         "public": list(problem.public_tests),
         "hidden": list(problem.tests),
     }
-    files = {"submission.py": code, "tests.json": json.dumps(spec)}
-    outcome = _run(pool, _HARNESS, timeout_s, files=files, stdin=mark + "\n")
+
+    def stdin(limit: float) -> str:
+        # The tests travel on stdin, read by the harness only after it has
+        # forked the processes that run the submission.
+        return mark + "\n" + json.dumps({**spec, "timeout_s": limit})
+
+    outcome = _run(pool, _harness_source(), timeout_s, files={"submission.py": code}, stdin=stdin)
     records = _read_results(outcome.result.stdout, mark)
     load = records.get(("load", 0))
 
@@ -272,6 +228,8 @@ def grade_submission(
         sandbox_error=outcome.sandbox_error,
         duration_s=outcome.result.duration_s,
     )
+    if ("timeout", 0) in records and grade.sandbox_error is None:
+        grade.sandbox_error = "the submission ran past the time limit and was stopped"
     if load is None and outcome.sandbox_error is None:
         # The harness never reported: the submission ended the process itself.
         stderr = outcome.result.stderr.strip()
