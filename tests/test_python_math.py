@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import itertools
 import math
+import operator
 import pickle
 import re
 from fractions import Fraction
@@ -76,15 +78,17 @@ def test_wrong_answers_score_zero_and_end_the_episode() -> None:
         ("1000.0", 1000),
         ("3/4", Fraction(3, 4)),
         ("0.75", Fraction(3, 4)),
-        ("2^10", 1024),
-        ("3/4 + 1/4", 1),
         ("-17", -17),
+        (".5", Fraction(1, 2)),
+        ("5.", 5),
+        ("-\\tfrac{3}{4}", Fraction(-3, 4)),
+        ("\\dfrac{-3}{4}", Fraction(-3, 4)),
+        ("1\\,000", 1000),
         ("-3/4", Fraction(-3, 4)),
         ("\\frac{3}{4}", Fraction(3, 4)),
         ("-\\dfrac{7}{2}", Fraction(-7, 2)),
         ("x = 12", 12),
         ("$1,234,567$", 1234567),
-        ("2 \\cdot 3^2", 18),
     ],
 )
 def test_answers_are_read_exactly(text: str, value: int | Fraction) -> None:
@@ -92,7 +96,25 @@ def test_answers_are_read_exactly(text: str, value: int | Fraction) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["abc", "", "1/0", "9^9^9", "10^100000", "__import__('os')", "0.3333", "1e5", "x"]
+    "text",
+    [
+        "abc",
+        "",
+        "1/0",
+        "9^9^9",
+        "10^100000",
+        "__import__('os')",
+        "0.3333",
+        "1e5",
+        "x",
+        # Expressions are not answers, however simply they evaluate.
+        "2^10",
+        "3/4 + 1/4",
+        "2 \\cdot 3^2",
+        "(3/4)",
+        "1,00",
+        "--5",
+    ],
 )
 def test_unreadable_or_inexact_answers(text: str) -> None:
     if text == "0.3333":  # a decimal is read exactly: it is not 1/3
@@ -115,8 +137,38 @@ def test_normalised_forms_score_in_the_env() -> None:
         assert _play(env, task, reply)[1] == 1.0, reply
     assert _play(env, task, "\\boxed{0.111}")[1] == 0.0
     task = "binomial-easy-0"  # C(7, 5) = 21
-    for reply in ("\\boxed{21}", "\\boxed{21.0}", "\\boxed{2^4 + 5}", "The answer is \\boxed{21}."):
+    for reply in ("\\boxed{21}", "\\boxed{21.0}", "The answer is \\boxed{21}."):
         assert _play(env, task, reply)[1] == 1.0, reply
+    assert _play(env, task, "\\boxed{2^4 + 5}")[1] == pytest.approx(-0.1)
+
+
+def test_boxing_the_questions_own_expression_earns_nothing() -> None:
+    # Arithmetic asks for an expression's value and polynomial for p at a point:
+    # the expression itself, or the polynomial with the point put in, is not an answer.
+    env = PythonMathEnv()
+    copied = 0
+    for difficulty in DIFFICULTIES:
+        for seed in range(30):
+            for kind in ("arithmetic", "polynomial"):
+                problem = make_problem(kind, difficulty, seed)
+                if (
+                    kind == "arithmetic"
+                    and problem.text.startswith("Compute ")
+                    and "sum" not in problem.text
+                ):
+                    echo = problem.text[len("Compute ") :].split(".")[0]
+                elif kind == "polynomial":
+                    poly, at = re.match(
+                        r"Let p\(x\) = (.*)\. What is p\((.*?)\)\?", problem.text
+                    ).groups()
+                    echo = re.sub(r"x", f"({at})", re.sub(r"(\d)x", r"\1*x", poly))
+                else:
+                    continue
+                assert _evaluate(echo) == problem.answer  # the echo has the answer's value
+                _, reward, terminated, _, info = _play(env, problem.task_id, f"\\boxed{{{echo}}}")
+                assert reward <= 0 and not info["success"] and not terminated, echo
+                copied += 1
+    assert copied > 60
 
 
 def test_an_unparsable_reply_costs_the_format_penalty_and_a_turn() -> None:
@@ -232,15 +284,31 @@ def test_long_output_comes_back_cut_to_a_few_kilobytes(pool: SandboxPool) -> Non
 
 
 # Independent checks: each answer recomputed from the problem's text alone, by another route.
+def _evaluate(expression: str) -> Fraction:
+    """A test-side evaluator of + - * / ^ over exact fractions (the env reads values only)."""
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+    ops |= {ast.Div: operator.truediv, ast.Pow: operator.pow}
+
+    def value(node: ast.AST) -> Fraction:
+        if isinstance(node, ast.Constant):
+            return Fraction(node.value)
+        if isinstance(node, ast.UnaryOp):
+            return -value(node.operand) if isinstance(node.op, ast.USub) else value(node.operand)
+        left, right = value(node.left), value(node.right)
+        return ops[type(node.op)](left, int(right) if isinstance(node.op, ast.Pow) else right)
+
+    return value(ast.parse(expression.replace("^", "**"), mode="eval").body)
+
+
 def _substitute(expression: str, value: str) -> Fraction:
     expression = re.sub(r"(\d)([xk])", r"\1*\2", expression)
-    return read_answer(re.sub(r"[xk]", f"({value})", expression))
+    return _evaluate(re.sub(r"[xk]", f"({value})", expression))
 
 
 def _check_by_text(kind: str, text: str, answer: int | Fraction) -> bool | None:
     nums = [int(n) for n in re.findall(r"-?\d+", text)]
     if kind == "arithmetic" and text.startswith("Compute ") and "sum" not in text:
-        return read_answer(text[len("Compute ") :].split(".")[0]) == answer
+        return _evaluate(text[len("Compute ") :].split(".")[0]) == answer
     if kind == "polynomial":
         poly, at = re.match(r"Let p\(x\) = (.*)\. What is p\((.*?)\)\?", text).groups()
         return _substitute(poly, at) == answer

@@ -5,7 +5,9 @@ an ``int`` or a ``fractions.Fraction``, computed here by exact arithmetic
 (enumeration, dynamic programming or Python's big integers), never by float.
 Hard problems are sized so that code is the easy way: big sums, enumeration,
 modular arithmetic. `make_problem` names a problem ``KIND-DIFFICULTY-SEED``
-and rebuilds it from that id alone.
+and rebuilds it from that id alone; a draw whose text states its own answer
+(a number in the question equal to it) is drawn again, so copying a number
+from the question is never paid.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from fractions import Fraction
 from itertools import product
 
 import numpy as np
+
+from envgym.envs.python_math.answers import answers_match
 
 DIFFICULTIES = ("easy", "medium", "hard")
 MAX_SEED = 2**32 - 1
@@ -374,6 +378,16 @@ KINDS: dict[str, Callable[[np.random.Generator, str], tuple[str, Answer]]] = {
 }
 
 _TASK_ID = re.compile(r"^([a-z_]{1,20})-([a-z]{1,10})-(\d{1,10})$")
+#: A number as a problem's text writes one: an integer, a decimal or a fraction.
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
+#: Draws a problem may take before its text stops stating its own answer.
+MAX_DRAWS = 100
+
+
+def states_its_answer(text: str, answer: Answer) -> bool:
+    """Whether a number in ``text`` has the answer's value, so that copying it
+    from the question (``7 of 8`` people chosen: 8 ways) would be paid."""
+    return any(answers_match(token, answer) for token in _NUMBER.findall(text))
 
 
 def make_problem(kind: str, difficulty: str, seed: int) -> Problem:
@@ -384,7 +398,13 @@ def make_problem(kind: str, difficulty: str, seed: int) -> Problem:
         raise ValueError(f"unknown difficulty {difficulty!r}; choose one of {list(DIFFICULTIES)}")
     if not 0 <= seed <= MAX_SEED:
         raise ValueError(f"problem seed must be from 0 to {MAX_SEED}, got {seed}")
-    text, answer = KINDS[kind](np.random.default_rng([seed, list(KINDS).index(kind)]), difficulty)
+    rng = np.random.default_rng([seed, list(KINDS).index(kind)])
+    # A problem whose text states its answer is drawn again from the same stream,
+    # so an id still names one problem.
+    for _ in range(MAX_DRAWS):
+        text, answer = KINDS[kind](rng, difficulty)
+        if not states_its_answer(text, answer):
+            break
     if isinstance(answer, Fraction) and answer.denominator == 1:
         answer = int(answer)
     return Problem(kind, difficulty, seed, text, answer)

@@ -55,11 +55,13 @@ class PythonMathEnv(TextEnv):
     * ``<python>code</python>`` (a fenced block inside is fine), or the tool call
       ``<tool_call>{"name": "run_python", "arguments": {"code": "..."}}</tool_call>``
       (schema in ``info["tools"]``): runs the program in a fresh sandbox job.
-    * ``\\boxed{answer}`` or ``<answer>answer</answer>``: the final answer. It may
-      be an integer (``1,000`` and ``1000.0`` are fine), a fraction (``3/4``,
-      ``\\frac{3}{4}``, or the exact decimal ``0.75``), negative, or a simple
-      expression of numbers with ``+ - * / ^`` and parentheses (``2^10``,
-      ``3/4 + 1/4``), evaluated exactly and safely.
+    * ``\\boxed{answer}`` or ``<answer>answer</answer>``: the final answer, a
+      number in one of these forms, with a sign where needed: an integer
+      (``1,000`` is fine), a decimal (``0.75``, ``1000.0``; exact, so ``0.333``
+      is not 1/3) or a fraction of integers (``3/4``, ``\\frac{3}{4}``). An
+      expression is not an answer, however simply it evaluates (``2^10``,
+      ``3/4 + 1/4``, the question's own expression copied): it is read as no
+      answer.
 
     When a reply holds several ``<python>``, ``<answer>`` and ``<tool_call>``
     tags, the first one counts (and the first program of a tool call); a
@@ -101,7 +103,8 @@ class PythonMathEnv(TextEnv):
     problem (``KIND-DIFFICULTY-SEED``, seed 0 to 2**32 - 1).
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version. Answers are values only: expressions such as
+      ``2^10`` are no longer read.
     """
 
     presets: ClassVar[dict[str, MathPreset]] = {
