@@ -35,6 +35,7 @@ from envgym.text import (
     coerce_action,
     quote_for_feedback,
     render_text,
+    reply_too_long,
 )
 
 __all__ = [
@@ -263,7 +264,13 @@ class TextEnv(gym.Env[str, str]):
         text = coerce_action(action)
         if self.fork_by_replay:
             self._actions.append(text)
-        turn = self._act(text)
+        too_long = reply_too_long(text)
+        if too_long is None:
+            turn = self._act(text)
+        else:  # never parsed: the env answers it as it answers an empty reply
+            turn = self._act("")
+            turn.observation = f"{too_long}\n{turn.observation}"
+            turn.action_valid = False
         self.turn += 1
         reward = float(sum(turn.reward_components.values()))
         terminated = turn.terminated

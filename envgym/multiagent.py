@@ -20,6 +20,7 @@ from envgym.text import (
     coerce_action,
     quote_for_feedback,
     render_text,
+    reply_too_long,
 )
 
 __all__ = ["MultiAgentTextEnv", "Policy"]
@@ -280,7 +281,12 @@ class MultiAgentTextEnv(AECEnv):
         player = self._index[agent]
         self._cumulative_rewards[agent] = 0.0
         self._clear_rewards()
-        move, error = self._parse_action(player, coerce_action(action))
+        text = coerce_action(action)
+        too_long = reply_too_long(text)
+        if too_long is None:
+            move, error = self._parse_action(player, text)
+        else:  # never parsed
+            move, error = None, too_long
         final: dict[int, float] | None = None
         if move is None:
             self._strikes += 1

@@ -2,7 +2,10 @@
 
 A model's reply is free text. Every parser here first drops ``<think>...</think>``
 reasoning, never raises, and on failure returns an error message written for
-the model: what was wrong and what a correct reply looks like.
+the model: what was wrong and what a correct reply looks like. Every parser is
+linear in the reply: tags are found with ``str.find`` moving forward, never with
+a lazy regular expression that rescans the rest of the text from each opening
+tag (``<think>`` a hundred thousand times over took minutes that way).
 """
 
 from __future__ import annotations
@@ -29,9 +32,7 @@ __all__ = [
     "strip_think",
 ]
 
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _THINK_TAG = re.compile(r"think>", re.IGNORECASE)
-_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL | re.IGNORECASE)
 _TAG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 # Lower-case ASCII only: str.lower() can change a string's length ("İ" becomes two
 # characters), and positions found in the lowered text must index the original.
@@ -64,8 +65,12 @@ def strip_think(text: str) -> str:
     to the end (a reply cut off mid-thought)."""
     if _THINK_TAG.search(text) is None:
         return text
-    text = _THINK_BLOCK.sub("", text)
     lowered = text.translate(_ASCII_LOWER)
+    kept, lowered_kept = [], []
+    for start, end in _pairs(lowered, "<think>", "</think>", outside=True):
+        kept.append(text[start:end])
+        lowered_kept.append(lowered[start:end])
+    text, lowered = "".join(kept), "".join(lowered_kept)
     close = lowered.rfind("</think>")
     if close != -1:
         text = text[close + len("</think>") :]
@@ -74,6 +79,26 @@ def strip_think(text: str) -> str:
     if open_ != -1:
         text = text[:open_]
     return text
+
+
+def _pairs(lowered: str, open_tag: str, close_tag: str, *, outside: bool = False):
+    """Spans of the ``open_tag...close_tag`` pairs in `lowered`, left to right,
+    each open tag closed by the first close tag after it (as a lazy ``.*?``
+    would), in one forward pass: ``(start, end)`` of each pair's content, or
+    with `outside` of the text between pairs."""
+    position = 0
+    while True:
+        start = lowered.find(open_tag, position)
+        end = lowered.find(close_tag, start + len(open_tag)) if start != -1 else -1
+        if end == -1:  # no further pair: an open tag without a close after it starts none
+            if outside:
+                yield position, len(lowered)
+            return
+        if outside:
+            yield position, start
+        else:
+            yield start + len(open_tag), end
+        position = end + len(close_tag)
 
 
 def parse_tag(text: str, tag: str, *, example: str = "...") -> Parsed:
@@ -208,14 +233,15 @@ def parse_tool_calls(text: str) -> tuple[list[ToolCall], str | None]:
     body = strip_think(text)
     calls: list[ToolCall] = []
     error: str | None = None
-    for match in _TOOL_CALL.finditer(body):
-        call, problem = _tool_call_from_json(match.group(1))
+    lowered = body.translate(_ASCII_LOWER)
+    for start, end in _pairs(lowered, "<tool_call>", "</tool_call>"):
+        call, problem = _tool_call_from_json(body[start:end])
         if call is not None:
             calls.append(call)
         elif error is None:
             error = problem
     if not calls and error is None:
-        if "<tool_call>" in body.lower():
+        if "<tool_call>" in lowered:
             error = "Your <tool_call> tag is not closed. End it with </tool_call>."
         else:
             error = (

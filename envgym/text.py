@@ -17,6 +17,7 @@ __all__ = [
     "coerce_action",
     "quote_for_feedback",
     "render_text",
+    "reply_too_long",
     "to_ascii",
 ]
 
@@ -66,9 +67,25 @@ def to_ascii(text: str) -> str:
     )
 
 
-#: The longest observation and action a Text space allows.
+#: The longest observation a Text space allows.
 OBSERVATION_MAX_LENGTH = 16_384
-ACTION_MAX_LENGTH = 8_192
+#: The reply bound: the longest action (in characters) any envgym env reads.
+#: Long enough for a long-reasoning model's reply (512 Ki characters, about
+#: 128k tokens); a longer reply is not parsed at all (`reply_too_long`), and
+#: every parser is linear in the reply, so one at the bound costs milliseconds.
+ACTION_MAX_LENGTH = 524_288
+
+
+def reply_too_long(text: str) -> str | None:
+    """The feedback for a reply over `ACTION_MAX_LENGTH`, or None when it fits.
+    Envs check this before any parsing: an over-long reply is read as an
+    empty one."""
+    if len(text) <= ACTION_MAX_LENGTH:
+        return None
+    return (
+        f"Your reply is {len(text):,} characters long; replies longer than "
+        f"{ACTION_MAX_LENGTH:,} characters are not read, so it counts as an empty reply."
+    )
 
 
 def render_text(render_mode: str | None, text: Callable[[], str]) -> str | None:

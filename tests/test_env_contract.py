@@ -136,10 +136,15 @@ def test_ten_thousand_random_and_adversarial_actions_never_raise(env_id, kwargs)
     env = gym.make(env_id, **kwargs)
     rng = np.random.default_rng(0)
     obs, info = env.reset(seed=0)
-    # Drawing from the Text space is slow (up to 8,192 characters a sample): draw
-    # a pool once and pick from it, so the 10,000 steps test the env, not numpy.
+    # Drawing from the Text space is slow: draw a pool once and pick from it, so
+    # the 10,000 steps test the env, not numpy. Most draws are short; a few are
+    # at the reply bound (the action space's own length), and one is over it.
+    short = gym.spaces.Text(max_length=8_192, charset=env.action_space.character_set, seed=0)
+    sampled = [short.sample() for _ in range(300)]
     env.action_space.seed(0)
-    sampled = [env.action_space.sample() for _ in range(300)]
+    bound = env.action_space.max_length
+    sampled += [env.action_space.sample(mask=(bound, None)) for _ in range(3)]
+    sampled.append("<answer>" + "x" * bound + "</answer>")
     steps = episodes = invalid = 0
     while steps < 10_000:
         candidates = _adversarial_actions(rng, info.get("admissible_actions") or [])
@@ -272,3 +277,22 @@ def test_unknown_reset_option_is_a_clear_error(env_id):
         env.reset(seed=0, options={"levle": 3})
     obs, info = env.reset(seed=0, options={"task_id": env.reset(seed=1)[1]["task_id"]})
     assert obs == env.reset(seed=1)[0], "task_id replays the task of its seed"
+
+
+@pytest.mark.parametrize("env_id", [spec.id for spec in envgym.list_envs()])
+def test_a_reply_past_the_bound_is_not_read(env_id):
+    """One documented bound for every env, which its action space declares: a
+    longer reply is answered as an empty one, whatever it holds."""
+    from envgym.text import ACTION_MAX_LENGTH
+
+    env = gym.make(env_id)
+    assert env.action_space.max_length == ACTION_MAX_LENGTH >= 256 * 1024
+    obs, info = env.reset(seed=0)
+    actions = info.get("admissible_actions") or ["x"]
+    reply = f"<answer>{actions[0]}</answer>" + " " * ACTION_MAX_LENGTH
+    obs, reward, terminated, truncated, info = env.step(reply)
+    assert "not read" in obs and info["action_valid"] is False
+    assert not info["success"] and reward <= 0
+    env.reset(seed=0)
+    empty = env.step("")
+    assert reward == empty[1]  # what an empty reply gets, no more

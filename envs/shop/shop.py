@@ -31,7 +31,7 @@ from envgym.envs.shop.pages import (
     render_text,
 )
 from envgym.envs.shop.reward import shop_reward
-from envgym.parsing import strip_think
+from envgym.parsing import first_tag, strip_think
 from envgym.text import quote_for_feedback
 
 __all__ = ["OBSERVATION_MODES", "ShopEnv", "ShopPreset", "parse_shop_action"]
@@ -41,8 +41,8 @@ MAX_QUERY_CHARS = 500
 #: Products listed in info["privileged"]["satisfying_asins"] at most.
 MAX_LISTED = 1000
 
-_ACTION = re.compile(r"\b(search|click)\[(.*?)\]", re.IGNORECASE | re.DOTALL)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
+#: Where a command starts; its argument runs to the first ``]`` after it.
+_COMMAND = re.compile(r"\b(search|click)\[", re.IGNORECASE)
 _HINT = (
     "Reply with search[your query] on the search page, or click[a button on the page], "
     "alone or inside <answer>...</answer>."
@@ -57,13 +57,16 @@ def parse_shop_action(reply: str) -> tuple[str, str] | None:
     only as its last character, as in ``click[Next >]``.
     """
     text = strip_think(reply)
-    answer = _ANSWER.search(text)
-    if answer is not None:
-        text = answer.group(1)
-    match = _ACTION.search(text)
-    if match is None:
+    tag, content = first_tag(text, ("answer",))
+    if tag == "answer":
+        text = content
+    # Found in one forward pass: a lazy "(.*?)]" retried from every "click[" of a
+    # reply without a "]" after it would read the reply over and over.
+    match = _COMMAND.search(text)
+    end = text.find("]", match.end()) if match is not None else -1
+    if end == -1:
         return None
-    return match.group(1).lower(), " ".join(match.group(2).split())
+    return match.group(1).lower(), " ".join(text[match.end() : end].split())
 
 
 def _norm(text: str) -> str:
