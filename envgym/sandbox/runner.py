@@ -55,7 +55,6 @@ import base64
 import json
 import os
 import select
-import selectors
 import signal
 import sys
 import threading
@@ -251,13 +250,13 @@ class Runner:
         dropped = {out_r: 0, err_r: 0}
         status = bytearray()
         code = None
-        sel = selectors.DefaultSelector()
-        for fd in fds:
-            sel.register(fd, selectors.EVENT_READ)
-        sel.register(self.zygote.control, selectors.EVENT_READ)
+        poller = select.poll()  # no kernel object to make and close per job
+        for fd in (*fds, self.zygote.control.fileno()):
+            poller.register(fd, select.POLLIN)
         timed_out = False
         open_streams = 2
         zygote = self.zygote
+        control = zygote.control.fileno()
         while True:
             ended = code is not None or pid in zygote.exits
             if ended:
@@ -269,21 +268,20 @@ class Runner:
             if remaining <= 0:
                 timed_out = not ended
                 break
-            for key, _ in sel.select(timeout=remaining):
-                if key.fileobj is zygote.control:
+            for fd, _ in poller.poll(remaining * 1000):
+                if fd == control:
                     zygote.receive(time.monotonic() + 1.0)
                     continue
-                fd = key.fd
                 chunk = os.read(fd, 65536)
                 if fd == status_r:
                     status += chunk[:8]
                     if not chunk:
-                        sel.unregister(fd)
+                        poller.unregister(fd)
                         if status.isdigit() and int(status) < 256:
                             code = int(status)
                     continue
                 if not chunk:
-                    sel.unregister(fd)
+                    poller.unregister(fd)
                     open_streams -= 1
                     continue
                 room = limit - len(captured[fd])
@@ -299,7 +297,6 @@ class Runner:
                 zygote.receive(exit_deadline)
             raw = zygote.exits.pop(pid)
             code = -os.WTERMSIG(raw) if os.WIFSIGNALED(raw) else os.WEXITSTATUS(raw)
-        sel.close()
         for fd in fds:
             os.close(fd)
         result = {
