@@ -94,11 +94,13 @@ def grading_job(problem, code: str) -> str:
     only this emulation of a peer does)."""
     mark = "@@envgym-result-" + secrets.token_hex(16) + "@@"
     stdin = mark + "\n" + json.dumps(_spec(problem))
+    harness = execution.HARNESS_PATH.read_text()
     return (
         "import io, os, sys, tempfile\n"
         "os.chdir(tempfile.mkdtemp())\n"
         f"open('submission.py', 'w').write({code!r})\n"
-        f"sys.stdin = io.StringIO({stdin!r})\n" + execution.HARNESS_PATH.read_text()
+        f"sys.stdin = io.StringIO({stdin!r})\n"
+        f"exec(compile({harness!r}, 'harness.py', 'exec'), {{'__name__': '__main__'}})\n"
     )
 
 
@@ -118,8 +120,9 @@ Job = tuple[str, dict, str]  # code, files, stdin
 
 def current_job(problem) -> Job:
     mark = "@@envgym-result-" + secrets.token_hex(16) + "@@"
-    code = execution.HARNESS_PATH.read_text()
-    return code, {"submission.py": problem.solution}, mark + "\n" + json.dumps(_spec(problem))
+    code, files = execution.harness_job()
+    files = {**files, "submission.py": problem.solution}
+    return code, files, mark + "\n" + json.dumps(_spec(problem))
 
 
 def previous_job(harness: str) -> Callable[[object], Job]:

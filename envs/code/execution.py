@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import functools
 import json
+import marshal
 import re
 import secrets
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,7 +69,7 @@ def _run(
     pool: SandboxPool | None,
     code: str,
     timeout_s: float,
-    files: dict[str, str] | None = None,
+    files: dict[str, str | bytes] | None = None,
     stdin: str | Callable[[float], str] | None = None,
 ) -> JobOutcome:
     """One job on a leased sandbox, at most ``timeout_s`` (and the sandbox's
@@ -175,8 +177,24 @@ def _refusal(code: str, entry_point: str) -> str | None:
 
 
 @functools.cache
-def _harness_source() -> str:
-    return HARNESS_PATH.read_text(encoding="utf-8")
+def harness_job() -> tuple[str, dict[str, str | bytes]]:
+    """The grading job's program and files: a stub that runs `harness.py` from
+    the bytecode compiled here when the sandbox's Python reads this Python's
+    bytecode (the same ``cache_tag``), else compiles the source it is sent
+    beside it. Compiling the harness took 2.7 ms of every grading job."""
+    source = HARNESS_PATH.read_text(encoding="utf-8")
+    compiled = marshal.dumps(compile(source, "harness.py", "exec", dont_inherit=True))
+    stub = (
+        "import marshal, sys\n"
+        f"if sys.implementation.cache_tag == {sys.implementation.cache_tag!r}:\n"
+        "    with open('harness.bin', 'rb') as f:\n"
+        "        code = marshal.loads(f.read())\n"
+        "else:\n"
+        "    with open('harness.py', encoding='utf-8') as f:\n"
+        "        code = compile(f.read(), 'harness.py', 'exec')\n"
+        "exec(code, {'__name__': '__main__', '__builtins__': __builtins__})\n"
+    )
+    return stub, {"harness.bin": compiled, "harness.py": source}
 
 
 def grade_submission(
@@ -210,7 +228,9 @@ def grade_submission(
         # forked the processes that run the submission.
         return mark + "\n" + json.dumps({**spec, "timeout_s": limit})
 
-    outcome = _run(pool, _harness_source(), timeout_s, files={"submission.py": code}, stdin=stdin)
+    program, files = harness_job()
+    files = {**files, "submission.py": code}
+    outcome = _run(pool, program, timeout_s, files=files, stdin=stdin)
     records = _read_results(outcome.result.stdout, mark)
     load = records.get(("load", 0))
 

@@ -4,10 +4,10 @@ and never runs the submission itself.
 The host sends this file as a sandbox job, the submission as the file
 ``submission.py``, and on stdin a random marker line and the tests (never a
 file, so nothing on disk holds them). The job is the harness process. Before
-it reads stdin it forks a few submission processes, so none of them can hold
-the tests in its memory; it is not dumpable, so they cannot read its memory
-or its file descriptors either. Each submission process, on the harness's
-first request, points its stdin, stdout and stderr at /dev/null, runs
+it reads stdin it forks the submission's process, so that process cannot
+hold the tests in its memory; the harness is not dumpable, so it cannot read
+the harness's memory or file descriptors either. The submission process, on
+the harness's first request, points its stdin, stdout and stderr at /dev/null, runs
 ``submission.py`` in its own namespace and answers calls of the entry point.
 
 The harness runs the problem's prompt (the helpers it defines, as HumanEval's
@@ -21,8 +21,7 @@ tuple, dict, set and frozenset of those, at most `MAX_DEPTH` deep and
 fails the test. ``==`` and ``!=`` in the tests and setup compare types as well
 as values (`strict_eq`: numbers by value, ``True`` is not ``1``, a tuple is
 not a list). A submission process that dies or does not answer by the
-deadline fails its test and the next one takes over; a few such deaths fail
-the rest.
+deadline fails its test and every later one.
 
 After each test the harness writes one line to its stdout, which no
 submission process holds: the marker, then ``{"kind": "load" | "public" |
@@ -50,8 +49,10 @@ MAX_MESSAGE = 4 << 20
 #: Deepest nesting and most values in one decoded message.
 MAX_DEPTH = 64
 MAX_ITEMS = 200_000
-#: Submission processes forked before the tests are read: one plus spares for deaths.
-PROCESSES = 4
+#: Submission processes forked before the tests are read. One: a spare, which
+#: could take over only after a crash (a hang uses up the job's time), costs a
+#: fork per grading; as before, a crash fails the tests after it.
+PROCESSES = 1
 #: Seconds kept back from the job's time limit to report the last results.
 RESERVE_S = 0.3
 
@@ -141,27 +142,35 @@ def strict_eq(a, b) -> bool:
     return bool(a == b)
 
 
-class _StrictCompare(ast.NodeTransformer):
-    """Rewrites ``x == y`` and ``x != y`` (alone, not chained) to `strict_eq`."""
+class Strict:
+    """A value whose ``==`` and ``!=`` are `strict_eq`: what a test's left-hand
+    operand becomes (``Strict(candidate(x)) == expected``)."""
 
-    def visit_Compare(self, node: ast.Compare) -> ast.AST:
-        self.generic_visit(node)
-        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
-            return node
-        call = ast.Call(
-            func=ast.Name(id="__strict_eq__", ctx=ast.Load()),
-            args=[node.left, node.comparators[0]],
-            keywords=[],
-        )
-        if isinstance(node.ops[0], ast.NotEq):
-            call = ast.UnaryOp(op=ast.Not(), operand=call)
-        return ast.copy_location(call, node)
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def __eq__(self, other) -> bool:
+        return strict_eq(self.value, other)
+
+    def __ne__(self, other) -> bool:
+        return not strict_eq(self.value, other)
+
+    __hash__ = None
 
 
 def compile_strict(source: str, name: str):
-    """``source`` compiled with `strict_eq` for every lone ``==`` and ``!=``."""
-    tree = _StrictCompare().visit(ast.parse(source, name, "exec"))
-    return compile(ast.fix_missing_locations(tree), name, "exec")
+    """``source`` compiled with `strict_eq` behind every ``==`` and ``!=``: the
+    left operand of each such comparison is wrapped in `Strict` (in place, in
+    one walk of the tree)."""
+    tree = ast.parse(source, name, "exec")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            left = node.left
+            func = ast.copy_location(ast.Name(id="__Strict__", ctx=ast.Load()), left)
+            node.left = ast.copy_location(ast.Call(func=func, args=[left], keywords=[]), left)
+    return compile(tree, name, "exec")
 
 
 # ---------------------------------------------------------------- messages
@@ -316,6 +325,20 @@ class Submissions:
             self.usable = True
         return self.usable
 
+    def close(self) -> None:
+        """End every submission process and reap it (wherever the harness runs,
+        none is left behind as a zombie)."""
+        for pid, *_ in self.pipes:
+            for target in (-pid, pid):
+                try:
+                    os.kill(target, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
     def _ask(self, message: dict) -> dict | None:
         _, req_w, rep_r = self.pipes[self.current]
         try:
@@ -368,13 +391,14 @@ def main() -> None:
     if not loaded:
         for kind, index, _ in tests:
             report(kind, index, False, "the code did not load")
+        submissions.close()
         return
 
     def candidate(*args, **kwargs):
         return submissions.call(args, kwargs)
 
     candidate.__name__ = spec["entry_point"]
-    base = {"__name__": "__tests__", "__builtins__": builtins, "__strict_eq__": strict_eq}
+    base = {"__name__": "__tests__", "__builtins__": builtins, "__Strict__": Strict}
     try:
         exec(compile(spec["prompt"], "<prompt>", "exec"), base)  # the problem's own helpers
     except Exception:
@@ -393,6 +417,7 @@ def main() -> None:
         report(kind, index, ok, error)
     if submissions.timed_out:
         report("timeout", 0, False, "the submission ran past the time limit")
+    submissions.close()
 
 
 def _not_dumpable() -> None:
