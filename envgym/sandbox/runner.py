@@ -161,6 +161,8 @@ class Runner:
         self.zygote = Zygote(work, isolated)
         #: job processes killed after their job but perhaps not yet gone: pid -> pidfd
         self.dying: dict[int, int] = {}
+        #: the sandbox's out-of-memory kill count after the last job
+        self.oom_kills = oom_kills()
 
     def _still_dying(self) -> set[int]:
         """The killed job processes not yet gone (a pidfd names one process, so
@@ -185,7 +187,7 @@ class Runner:
         started = time.monotonic()
         if not _folder_is_empty(self.work):
             return {"error": "the sandbox's work directory is not empty", "retry": True}
-        oom_before = oom_kills()
+        oom_before = self.oom_kills  # read after the last job: nothing ran since
         files = dict(job.get("files") or {})
         files["main.sh" if job["language"] == "bash" else "main.py"] = job["code"]
         try:
@@ -235,7 +237,7 @@ class Runner:
         if replace:
             result["replace"] = True
         result["duration_s"] = time.monotonic() - started
-        oom_after = oom_kills()
+        self.oom_kills = oom_after = oom_kills()
         if oom_before is not None and oom_after is not None:
             result["oom_kills"] = oom_after - oom_before
         return result
