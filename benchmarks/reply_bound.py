@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             env = gym.make(env_id)
+            slowest(env, 1024)  # warm-up: starts the sandbox of the envs that use one
             full, name = slowest(env, ACTION_MAX_LENGTH)
             small, _ = slowest(env, ACTION_MAX_LENGTH // 16)
             env.close()
