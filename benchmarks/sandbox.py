@@ -149,7 +149,7 @@ def sandbox_factory(backend: str, previous: Path | None) -> Callable[[], object]
                 kwargs["command"] = ["python3", "-I", "-u", mounted, *ISOLATED_RUNNER_ARGS]
                 return kwargs
 
-        return lambda: PreviousRunnerDocker(Limits())
+        return lambda: PreviousRunnerDocker(Limits(), channel="attach")  # what it had
 
     def make():
         with warnings.catch_warnings(), runner_files(previous):

@@ -267,6 +267,92 @@ def test_killed_owner_leaves_no_container_after_gc():
 
 
 @pytest.mark.docker
+@pytest.mark.parametrize("channel", ["socket", "attach"])
+def test_a_killed_owners_containers_go_by_themselves(channel):
+    """No gc: the runner's channel closes with its owner, the runner exits and
+    the container removes itself."""
+    require_backend("docker")
+    from envgym.sandbox.docker import CHANNEL_ENV
+    from envgym.sandbox.images import CONTAINER_LABEL, docker_client
+
+    owner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\n"
+            "from envgym.sandbox import SandboxPool\n"
+            "pool = SandboxPool(size=2, backend='docker')\n"
+            "assert all(box.run('print(1)').stdout == '1\\n' for box in pool._all)\n"
+            "print(' '.join(box.container.id for box in pool._all), flush=True)\n"
+            "time.sleep(600)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, CHANNEL_ENV: channel},
+    )
+    ids = set(owner.stdout.readline().split())
+    assert len(ids) == 2
+    owner.kill()  # SIGKILL: no exit hook runs
+    owner.wait()
+    client = docker_client()
+    labelled = {"label": CONTAINER_LABEL}
+    for _ in range(300):  # the daemon removes them within a second or two
+        listed = client.containers.list(all=True, ignore_removed=True, filters=labelled)
+        left = ids & {c.id for c in listed}
+        if not left:
+            break
+        time.sleep(0.1)
+    assert not left
+
+
+@pytest.mark.docker
+def test_a_runner_that_cannot_reach_its_socket_falls_back_to_attach(monkeypatch):
+    """A daemon that cannot mount a host folder (one in a VM) leaves the runner
+    without its socket: the sandbox says so once and works through the
+    daemon; one told to use the socket says what to set instead."""
+    require_backend("docker")
+    from envgym.sandbox import docker as docker_backend
+
+    class FolderNotMounted(docker_backend.DockerSandbox):
+        def container_kwargs(self, folder=None):
+            kwargs = super().container_kwargs(folder)
+            if folder is not None:  # an empty folder where the socket should be
+                del kwargs["volumes"]
+                kwargs["tmpfs"] = {**kwargs["tmpfs"], docker_backend.CHANNEL_MOUNT: "size=1m"}
+            return kwargs
+
+    monkeypatch.delenv(docker_backend.CHANNEL_ENV, raising=False)
+    monkeypatch.setattr(docker_backend, "_socket_unreachable", False)
+    box = FolderNotMounted(LIMITS)
+    with pytest.warns(RuntimeWarning, match="attach"):
+        box.start()
+    try:
+        result = box.run("import sys; print(open('f').read(), sys.stdin.read())",
+                         files={"f": "file"}, stdin="in")  # fmt: skip
+        assert result.stdout == "file in\n", result
+        assert box.run("while True: pass", timeout_s=1).timed_out
+        assert docker_backend.channel_kind(box.client) == "attach"  # later ones don't retry
+    finally:
+        box.close()
+    forced = FolderNotMounted(LIMITS, channel="socket")
+    with pytest.raises(SandboxError, match="ENVGYM_DOCKER_CHANNEL=attach"):
+        forced.start()
+    forced.close()
+
+
+@pytest.mark.docker
+def test_an_unknown_docker_channel_is_a_clear_error(monkeypatch):
+    require_backend("docker")
+    from envgym.sandbox.docker import CHANNEL_ENV
+
+    monkeypatch.setenv(CHANNEL_ENV, "pipe")
+    with pytest.raises(SandboxError, match="'pipe' is not a channel: use one of socket, attach"):
+        make_sandbox("docker", limits=LIMITS).start()
+    with pytest.raises(ValueError, match="channel='pipe'"):
+        make_sandbox("docker", limits=LIMITS, channel="pipe")
+
+
+@pytest.mark.docker
 def test_gc_command_removes_containers(capsys):
     require_backend("docker")
     box = make_sandbox("docker", limits=LIMITS)

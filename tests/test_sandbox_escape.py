@@ -543,6 +543,33 @@ def test_a_forged_reply_never_becomes_a_result(box):
     assert after.stdout == "my own output\n" and after.error is None, after
 
 
+def test_a_job_finds_no_way_to_the_hosts_channel(box):
+    """The host's end of a docker runner's socket is gone before any job runs:
+    no socket file to find, nothing listening to connect to."""
+    result = run(
+        box,
+        """
+        import os, socket
+        found = []
+        for folder in ("/run/envgym", "/run", "/opt/envgym", "/tmp", "/work"):
+            try:
+                found += [os.path.join(folder, n) for n in os.listdir(folder) if "sock" in n]
+            except OSError:
+                pass
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect("/run/envgym/runner.sock")
+            print("connected")
+        except OSError as exc:
+            print("refused", type(exc).__name__)
+        print("sockets", found)
+        """,
+    )
+    assert "connected" not in result.stdout, result
+    assert result.stdout.endswith("sockets []\n"), result
+    assert_still_works(box)
+
+
 # ---------------------------------------------------------------- kernel state between jobs
 def _syscall_numbers(*names: str) -> list[int]:
     import platform

@@ -234,6 +234,21 @@ def _bwrap_seccomp_row() -> tuple[str, bool, str]:
     )
 
 
+def _docker_channel_row(client) -> tuple[str, bool, str]:
+    from envgym.sandbox.docker import CHANNEL_ENV, channel_kind
+
+    try:
+        kind = channel_kind(client)
+    except SandboxError as exc:
+        return ("docker channel", False, str(exc))
+    how = {
+        "socket": "a Unix socket in a host folder mounted into each container; jobs "
+        "bypass the daemon (falls back to attach if a runner cannot reach it)",
+        "attach": "each container's attached stdin/stdout, through the daemon (slower)",
+    }[kind]
+    return ("docker channel", True, f"{kind}: {how}; {CHANNEL_ENV} chooses")
+
+
 def doctor(
     extra_images: Mapping[str, Callable[[Any], str | None]] | None = None,
 ) -> list[tuple[str, bool, str]]:
@@ -257,6 +272,7 @@ def doctor(
     try:
         client = docker_client(timeout=5)
         rows.append(("docker daemon", True, client.version().get("Version", "?")))
+        rows.append(_docker_channel_row(client))
         checks = {
             image: functools.partial(image_problem, image=image)
             for image in (BASE_IMAGE, SANDBOX_IMAGE)

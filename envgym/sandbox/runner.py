@@ -7,7 +7,11 @@ zygote and the job processes) are copied into the sandbox image and
 bind-mounted into bubblewrap, side by side in /opt/envgym.
 
 Protocol: one JSON object per line on stdin (a job), one JSON object per line
-on stdout (its result). The runner writes nothing else to stdout.
+on stdout (its result). The runner writes nothing else to stdout. With
+``--connect PATH`` the same lines go over a Unix socket that the host
+listens on instead (a docker container's runner: its attached stdin and
+stdout would pass every job through the Docker daemon); the runner connects
+after it has forked the zygote, so no job process ever holds the socket.
 
 Three kinds of process:
 
@@ -318,6 +322,7 @@ def main(argv: list[str]) -> int:
     work = "/work"
     isolated = False
     scratch: list[str] = []
+    connect = None
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -327,17 +332,26 @@ def main(argv: list[str]) -> int:
             isolated = True
         elif arg == "--scratch":
             scratch.append(args.pop(0))
+        elif arg == "--connect":
+            connect = args.pop(0)
     # A write to a job's pipe that the job closed is an error to handle, not a
     # reason to die; a host that went away ends the loop below.
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     not_dumpable()
-    out = sys.stdout
     # Forked before any job is read: the zygote's memory never holds one.
     runner = Runner(work, isolated, scratch)
+    inp, out = sys.stdin, sys.stdout
+    if connect:  # after the zygote's fork: only the runner holds the socket
+        import socket
+
+        channel = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        channel.connect(connect)
+        inp = channel.makefile("r", encoding="utf-8", newline="\n")
+        out = channel.makefile("w", encoding="utf-8", newline="\n")
     if not _reply(out, {"ready": True, "pid": os.getpid()}):
         return 0
-    for line in sys.stdin:
+    for line in inp:
         if not line.strip():
             continue
         nonce = None
@@ -363,7 +377,7 @@ def _reply(out, message: dict) -> bool:
     try:
         out.write(json.dumps(message) + "\n")
         out.flush()
-    except BrokenPipeError:
+    except OSError:  # a broken pipe, or a socket the host closed or reset
         return False
     return True
 
