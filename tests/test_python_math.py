@@ -171,6 +171,18 @@ def test_boxing_the_questions_own_expression_earns_nothing() -> None:
     assert copied > 60
 
 
+def test_no_problem_pays_for_a_number_copied_from_its_text() -> None:
+    # "7 of 8 people chosen" has 8 ways: such draws are drawn again, so boxing
+    # any number the question shows is never the answer.
+    env = PythonMathEnv()
+    numbers = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
+    for kind, difficulty, seed in itertools.product(sorted(KINDS), DIFFICULTIES, range(40)):
+        problem = make_problem(kind, difficulty, seed)
+        for number in set(numbers.findall(problem.text)):
+            _, reward, *_ = _play(env, problem.task_id, f"\\boxed{{{number}}}")
+            assert reward <= 0, (problem.text, number)
+
+
 def test_an_unparsable_reply_costs_the_format_penalty_and_a_turn() -> None:
     env = PythonMathEnv()
     env.reset(seed=0)
