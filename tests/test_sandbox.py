@@ -479,3 +479,25 @@ def test_emptying_a_folder_is_bounded_and_survives_locked_trees(tmp_path):
     for i in range(CLEAN_MAX_ENTRIES + 1):
         (wide / str(i)).touch()
     assert clear_folder(str(wide)) is False
+
+
+def test_a_zygote_killed_with_messages_unread_is_reported_gone(tmp_path):
+    """A job can kill the zygote while the runner's request for the next job
+    process sits unread in its socket; the runner then gets a connection reset,
+    which must mean "replace the sandbox", not a traceback as the next job's
+    result (seen in CI on docker, about one run in twenty)."""
+    import signal
+
+    from envgym.sandbox.jobs import Zygote, ZygoteGone
+
+    zygote = Zygote(str(tmp_path), isolated=False)
+    try:
+        os.kill(zygote.pid, signal.SIGSTOP)
+        zygote.control.send(b"spawn")  # never read: the zygote is stopped
+        os.kill(zygote.pid, signal.SIGKILL)
+        os.waitpid(zygote.pid, 0)
+        with pytest.raises(ZygoteGone):
+            zygote.receive(time.monotonic() + 5)
+    finally:
+        for pid, _ in zygote.ready:
+            os.killpg(pid, signal.SIGKILL)

@@ -181,10 +181,11 @@ _SPEC_FD, _STATUS_FD = 3, 4
 def _job_process(work: str, fds: dict[str, int]) -> None:
     """Runs in a process forked from the zygote; never returns. Makes ready
     what needs no job, waits for the spec on its own pipe, then runs the job.
-    When a Python job ends it closes its output, writes its exit code to the
-    status pipe and exits, so the runner need not wait for the kernel to tear
-    the process down; any other end (a signal, ``os._exit``, bash) the runner
-    learns from the zygote."""
+    It marks its start on the status pipe ("+"); when a Python job ends it
+    closes its output, writes its exit code there and exits, so the runner
+    need not wait for the kernel to tear the process down; any other end (a
+    signal, ``os._exit``, bash) the runner learns from the zygote. A process
+    that dies without the mark never ran its job: the job is retried."""
     code = 1
     try:
         signal.set_wakeup_fd(-1)
@@ -208,6 +209,7 @@ def _job_process(work: str, fds: dict[str, int]) -> None:
             pass
         job = json.loads(_read_all(_SPEC_FD))  # the job starts here
         os.close(_SPEC_FD)
+        os.write(_STATUS_FD, b"+")  # tells the runner this job started
         mb = 1024 * 1024
         _limit(resource.RLIMIT_AS, int(job["memory_mb"]) * mb)
         _limit(resource.RLIMIT_CPU, int(job["timeout_s"]) + 1)
@@ -464,7 +466,10 @@ class Zygote:
         wait = deadline - time.monotonic()
         if wait <= 0 or not select_readable(self.control, wait):
             raise ZygoteGone("the zygote stopped answering")
-        message, fds, _, _ = socket.recv_fds(self.control, _MESSAGE_BYTES, 5)
+        try:
+            message, fds, _, _ = socket.recv_fds(self.control, _MESSAGE_BYTES, 5)
+        except OSError as exc:  # reset: it was killed with our messages unread
+            raise ZygoteGone(f"the zygote is gone ({exc})") from None
         if not message:
             raise ZygoteGone("the zygote exited")
         words = message.split()

@@ -163,6 +163,8 @@ class Runner:
         self.isolated = isolated
         self.scratch = scratch
         self.zygote = Zygote(work, isolated)
+        #: set when the zygote is found dead during a job (an earlier job killed it)
+        self.zygote_lost = False
         #: job processes killed after their job but perhaps not yet gone: pid -> pidfd
         self.dying: dict[int, int] = {}
         #: the sandbox's out-of-memory kill count after the last job
@@ -222,6 +224,11 @@ class Runner:
         _feed_stdin(stdin_w, (job.get("stdin") or "").encode())
         deadline = started + float(job["timeout_s"])
         result = self._collect(pid, (out_r, err_r, status_r), deadline, job)
+        if self.zygote_lost:
+            # The job's result stands; the sandbox cannot start another job.
+            result.update(replace=True, gone=True)
+            result["duration_s"] = time.monotonic() - started
+            return result
         replace = False
         dying = self._still_dying()
         if self.isolated:
@@ -246,6 +253,22 @@ class Runner:
             result["oom_kills"] = oom_after - oom_before
         return result
 
+    def _exit_status(self, pid: int) -> int:
+        """The job process's wait status, as the zygote reports it; without a
+        zygote, the runner's own wait (as PID 1 it inherits the orphan)."""
+        if not self.zygote_lost:
+            try:
+                deadline = time.monotonic() + ZYGOTE_TIMEOUT_S
+                while pid not in self.zygote.exits:
+                    self.zygote.receive(deadline)
+                return self.zygote.exits.pop(pid)
+            except ZygoteGone:
+                self.zygote_lost = True
+        try:
+            return os.waitpid(pid, 0)[1]
+        except ChildProcessError:
+            raise ZygoteGone("the zygote died during the job") from None
+
     def _collect(self, pid: int, fds: tuple[int, int, int], deadline: float, job: dict) -> dict:
         """Read the job's output until it has ended (or the deadline), then kill
         its group. The exit code comes from the status pipe when the job process
@@ -254,7 +277,8 @@ class Runner:
         limit = int(job["max_output_bytes"])
         captured = {out_r: bytearray(), err_r: bytearray()}
         dropped = {out_r: 0, err_r: 0}
-        status = bytearray()
+        status = bytearray()  # "+" once the job process has its spec, then its exit code
+        status_closed = False
         code = None
         poller = select.poll()  # no kernel object to make and close per job
         for fd in (*fds, self.zygote.control.fileno()):
@@ -264,7 +288,11 @@ class Runner:
         zygote = self.zygote
         control = zygote.control.fileno()
         while True:
-            ended = code is not None or pid in zygote.exits
+            ended = (
+                code is not None
+                or pid in zygote.exits
+                or (self.zygote_lost and status_closed and open_streams == 0)
+            )
             if ended:
                 if open_streams == 0:
                     break
@@ -276,15 +304,21 @@ class Runner:
                 break
             for fd, _ in poller.poll(remaining * 1000):
                 if fd == control:
-                    zygote.receive(time.monotonic() + 1.0)
+                    try:
+                        zygote.receive(time.monotonic() + 1.0)
+                    except ZygoteGone:  # the last job killed it; this job runs on
+                        poller.unregister(control)
+                        self.zygote_lost = True
                     continue
                 chunk = os.read(fd, 65536)
                 if fd == status_r:
-                    status += chunk[:8]
+                    status += chunk[:9]
                     if not chunk:
                         poller.unregister(fd)
-                        if status.isdigit() and int(status) < 256:
-                            code = int(status)
+                        status_closed = True
+                        digits = status[1:]
+                        if status[:1] == b"+" and digits.isdigit() and int(digits) < 256:
+                            code = int(digits)
                     continue
                 if not chunk:
                     poller.unregister(fd)
@@ -293,15 +327,24 @@ class Runner:
                 room = limit - len(captured[fd])
                 captured[fd] += chunk[:room] if room > 0 else b""
                 dropped[fd] += max(0, len(chunk) - max(room, 0))
+        if not status and not status_closed and select.select([status_r], [], [], 0)[0]:
+            status += os.read(status_r, 9)  # the start mark, written but not yet read
         try:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        if status[:1] != b"+":
+            # Killed or stopped before it read its spec (by the last job, which
+            # could signal it): this job never started.
+            for fd in fds:
+                os.close(fd)
+            return {
+                "error": "the sandbox cannot start jobs: its job process died "
+                "before the job reached it",
+                "retry": True,
+            }
         if code is None or timed_out:
-            exit_deadline = time.monotonic() + ZYGOTE_TIMEOUT_S
-            while pid not in zygote.exits:
-                zygote.receive(exit_deadline)
-            raw = zygote.exits.pop(pid)
+            raw = self._exit_status(pid)
             code = -os.WTERMSIG(raw) if os.WIFSIGNALED(raw) else os.WEXITSTATUS(raw)
         for fd in fds:
             os.close(fd)
