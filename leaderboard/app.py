@@ -2,17 +2,27 @@
 
 `create_app` builds the FastAPI app on a `Database`:
 
+- ``POST /api/tickets`` (``Authorization: Bearer TOKEN``; body ``{env_id,
+  difficulty, episodes}``): a ticket, the board's seeds for one ranked run
+  (`envgym.leaderboard.tickets`).
 - ``POST /api/submissions`` (``Authorization: Bearer TOKEN``): a results file
-  as the JSON body. 401 without a known token, 403 with a revoked one, 413
-  over the size limit (refused from ``Content-Length`` before any of the body
-  is read, or as soon as a streamed body passes it), 429 with ``Retry-After``
-  past the per-token rate. Stored as ``pending`` and answered ``{id, status}``
-  at once; worker processes verify it (`envgym.leaderboard.worker`).
-- ``GET /api/submissions/{id}``: its status, and the reason and episode when
-  it was rejected. ``GET /api/results``: the accepted entries.
+  as the JSON body. 401 without a known token (429 for an address past the
+  failed-authentication rate), 403 with a revoked one, 413 over the size
+  limit (refused from ``Content-Length`` before any of the body is read, or as
+  soon as a streamed body passes it) or over the submitter's byte quota, 429
+  with ``Retry-After`` past the per-token rate, 400 for a body that is not a
+  results file of a registered env on a track (only the difficulty set) or
+  names a ticket it may not use. The body is parsed off the event loop and
+  checked before anything is stored. Stored as ``pending`` and answered
+  ``{id, status}`` at once; worker processes verify it
+  (`envgym.leaderboard.worker`). The same file again answers the existing
+  submission.
+- ``GET /api/submissions/{id}``: an accepted submission's state for anyone;
+  a pending or rejected one's (with the reason) for its submitter only.
+  ``GET /api/results``: the accepted entries.
 - ``GET /``, ``/envs/{slug}``, ``/submissions/{id}/episodes/{i}``: the pages of
   `envgym.leaderboard.page`, over the accepted submissions and the committed
-  baselines.
+  baselines; only those have trajectory pages.
 
 Errors are a status and a JSON body ``{"detail": "..."}`` that says what to
 fix. `serve` runs the app until Ctrl-C; `LeaderboardServer` runs it on a
@@ -21,29 +31,47 @@ background thread (tests, notebooks).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-import threading
-import time
-from collections import defaultdict, deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse
-from pydantic import BaseModel
-from sqlalchemy import select
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload, undefer
 
 from envgym.leaderboard.baselines import load_baseline_entries, load_baseline_results
 from envgym.leaderboard.db import Database, Submission, iso_utc
-from envgym.leaderboard.page import env_slug, render_env, render_index, settings_text
-from envgym.leaderboard.tokens import check_token
+from envgym.leaderboard.edge import (
+    RateLimiter,
+    SessionDep,
+    SubmissionCreated,
+    SubmissionState,
+    TicketIssued,
+    TicketRequest,
+    bearer,
+    error,
+    header_fields,
+    parse_upload,
+    read_body,
+)
+from envgym.leaderboard.page import env_slug, render_env, render_index
+from envgym.leaderboard.tickets import (
+    DEFAULT_TICKET_TTL_S,
+    TicketError,
+    claim_ticket,
+    issue_ticket,
+    ticket_counts,
+)
+from envgym.leaderboard.tokens import TokenCheck, check_token
 from envgym.leaderboard.trajectory import render_trajectory
-from envgym.leaderboard.worker import VerificationQueue
+from envgym.leaderboard.worker import DEFAULT_BUDGET_S, VerificationQueue
 from envgym.serving import AppServer, BackgroundServer, socket_url
 from envgym.sockets import listening_socket
 
@@ -58,121 +86,10 @@ __all__ = [
 
 DEFAULT_PORT = 8500
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+#: Bytes one submitter may upload in all (every file counts, whatever its verdict).
+DEFAULT_QUOTA_BYTES = 1024 * 1024 * 1024
 #: Pages forbid every outside resource and script (they need neither).
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-
-
-# ------------------------------------------------------------- the edge
-class SubmissionCreated(BaseModel):
-    id: int
-    status: str
-
-
-class SubmissionState(BaseModel):
-    id: int
-    status: str
-    reason: str | None
-    episode: int | None
-    checked_episodes: int | None
-    env_id: str
-    submitter: str
-    created_at: str | None
-    verified_at: str | None
-    entry: dict[str, Any] | None
-
-
-class RateLimiter:
-    """At most `limit` requests per `window_s` seconds for each key (a sliding window)."""
-
-    def __init__(self, limit: int, window_s: float = 60.0) -> None:
-        self.limit = limit
-        self.window_s = window_s
-        self._seen: dict[Any, deque[float]] = defaultdict(deque)
-        self._lock = threading.Lock()
-
-    def retry_after(self, key: Any) -> float:
-        """0 if `key` may go now (and count it); else the seconds until it may."""
-        now = time.monotonic()
-        with self._lock:
-            seen = self._seen[key]
-            while seen and seen[0] <= now - self.window_s:
-                seen.popleft()
-            if len(seen) >= self.limit:
-                return seen[0] + self.window_s - now
-            seen.append(now)
-            return 0.0
-
-
-def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> HTTPException:
-    return HTTPException(status_code=status, detail=detail, headers=headers)
-
-
-def _bearer(request: Request) -> str:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise _error(
-            401,
-            "no token: send 'Authorization: Bearer TOKEN' (envgym submit --token TOKEN); "
-            "ask the leaderboard's operator for one",
-            {"WWW-Authenticate": "Bearer"},
-        )
-    return token.strip()
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The body, refused with 413 as soon as it is known to pass `limit` bytes."""
-    too_big = _error(
-        413,
-        f"the body is over the {limit} byte limit; submit fewer episodes per file",
-        {"Connection": "close"},
-    )
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        if not declared.isdigit():
-            raise _error(400, f"Content-Length {declared!r} is not a number")
-        if int(declared) > limit:
-            raise too_big  # before reading any of it
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():  # a chunked body announces no length; count it
-        size += len(chunk)
-        if size > limit:
-            raise too_big
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _header_fields(results: dict[str, Any]) -> dict[str, Any]:
-    """What a submission's header says, for display before and after verification.
-
-    Only types are checked here; the workers decide whether any of it is true.
-    """
-
-    def text(value: Any) -> str | None:
-        return value[:500] if isinstance(value, str) else None
-
-    agent = results.get("agent") if isinstance(results.get("agent"), dict) else {}
-    episodes = results.get("episodes")
-    kwargs = results.get("env_kwargs") if isinstance(results.get("env_kwargs"), dict) else {}
-    return {
-        "env_id": text(results.get("env_id")) or "?",
-        "env_version": text(results.get("env_version")),
-        "difficulty": text(results.get("difficulty")) or text(kwargs.get("difficulty")),
-        "agent": text(agent.get("name")),
-        "model": text(agent.get("model")),
-        "settings": settings_text(kwargs),
-        "num_episodes": len(episodes) if isinstance(episodes, list) else None,
-    }
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    """The one database session dependency: a session for this request, closed after."""
-    with request.app.state.db.sessions() as session:
-        yield session
-
-
-SessionDep = Annotated[Session, Depends(get_session)]
 
 
 # ------------------------------------------------------------- the app
@@ -181,19 +98,28 @@ def create_app(
     *,
     workers: int = 2,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    quota_bytes: int = DEFAULT_QUOTA_BYTES,
     rate_limit: int = 30,
     rate_window_s: float = 60.0,
+    auth_failures: int = 20,
+    ticket_ttl_s: float = DEFAULT_TICKET_TTL_S,
     include_baselines: bool = True,
+    verify_budget_s: float = DEFAULT_BUDGET_S,
 ) -> FastAPI:
     """The leaderboard app on `db`, verifying with `workers` processes.
 
     ``workers=0`` stores submissions without verifying them (they stay pending
     until a server with workers starts on the same database). `rate_limit`
-    submissions per `rate_window_s` seconds are allowed per token.
-    `include_baselines` adds the committed baselines to the pages.
+    submissions (and tickets) per `rate_window_s` seconds are allowed per
+    token, `auth_failures` failed authentications per window per client
+    address, `quota_bytes` uploaded bytes per submitter. Tickets expire after
+    `ticket_ttl_s` seconds. `include_baselines` adds the committed baselines
+    to the pages. A submission whose verification takes longer than
+    `verify_budget_s` seconds is rejected as too slow to verify.
     """
     limiter = RateLimiter(rate_limit, rate_window_s)
-    queue = VerificationQueue(db, workers) if workers > 0 else None
+    failures = RateLimiter(auth_failures, rate_window_s)
+    queue = VerificationQueue(db, workers, budget_s=verify_budget_s) if workers > 0 else None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -207,47 +133,148 @@ def create_app(
     app = FastAPI(title="envgym leaderboard", lifespan=lifespan)
     app.state.db = db
 
-    @app.post("/api/submissions", status_code=202)
-    async def create_submission(request: Request) -> SubmissionCreated:
-        token = _bearer(request)
+    async def identify(request: Request) -> TokenCheck:
+        """The caller's submitter, or 401/403; an address that keeps failing gets 429."""
+        address = request.client.host if request.client else "?"
+        blocked = failures.retry_after(address, count=False)
+        if blocked > 0:
+            raise error(
+                429,
+                f"too many failed authentications from this address; try again in "
+                f"{math.ceil(blocked)} s",
+                {"Retry-After": str(math.ceil(blocked))},
+            )
+        try:
+            token = bearer(request)
+        except HTTPException:
+            failures.retry_after(address)
+            raise
         who = await run_in_threadpool(check_token, db, token)
         if who.state == "unknown":
-            raise _error(
+            failures.retry_after(address)
+            raise error(
                 401,
                 "unknown token; check --token, or ask the operator for a new one",
                 {"WWW-Authenticate": "Bearer"},
             )
         if who.state == "revoked":
-            raise _error(403, f"the token of {who.name!r} was revoked; ask for a new one")
+            raise error(403, f"the token of {who.name!r} was revoked; ask for a new one")
+        return who
+
+    async def authenticate(request: Request) -> TokenCheck:
+        """`identify`, then the per-token rate of uploads and tickets."""
+        who = await identify(request)
         wait = limiter.retry_after(who.submitter_id)
         if wait > 0:
             seconds = math.ceil(wait)
-            raise _error(
+            raise error(
                 429,
-                f"more than {rate_limit} submissions in {rate_window_s:g} s; "
-                f"try again in {seconds} s",
+                f"more than {rate_limit} requests in {rate_window_s:g} s; try again in {seconds} s",
                 {"Retry-After": str(seconds)},
             )
-        body = await _read_body(request, max_body_bytes)
+        return who
+
+    @app.post("/api/tickets", status_code=201)
+    async def create_ticket(request: Request, wanted: TicketRequest) -> TicketIssued:
+        who = await authenticate(request)
+        assert who.submitter_id is not None
         try:
-            text = body.decode("utf-8")
-            results = json.loads(text)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise _error(400, f"the body is not JSON ({exc}); upload a results file") from None
-        if not isinstance(results, dict):
-            raise _error(400, "the body is not a JSON object; upload a results file")
+            issued = await run_in_threadpool(
+                issue_ticket,
+                db,
+                who.submitter_id,
+                wanted.env_id,
+                wanted.difficulty,
+                wanted.episodes,
+                ticket_ttl_s,
+            )
+        except TicketError as exc:
+            raise error(400, str(exc)) from None
+        return TicketIssued(**issued)
+
+    @app.post("/api/submissions", status_code=202)
+    async def create_submission(request: Request) -> SubmissionCreated:
+        who = await authenticate(request)
+        body = await read_body(request, max_body_bytes)
+        results = await run_in_threadpool(parse_upload, body)
         submitter_id = who.submitter_id
         assert submitter_id is not None
-        submission_id = await run_in_threadpool(_store, db, submitter_id, text, results)
-        if queue is not None:
-            await run_in_threadpool(queue.submit, submission_id, text)
-        return SubmissionCreated(id=submission_id, status="pending")
+        try:
+            created = await run_in_threadpool(_store, db, submitter_id, body, results, quota_bytes)
+        except TicketError as exc:
+            raise error(400, str(exc)) from None
+        except IntegrityError:  # the same file, stored by a concurrent request
+            created = await run_in_threadpool(_store, db, submitter_id, body, results, quota_bytes)
+        if queue is not None and not created.duplicate:
+            await run_in_threadpool(queue.submit, created.id, submitter_id, body.decode("utf-8"))
+        return created
 
     @app.get("/api/submissions/{submission_id}")
-    def submission_state(submission_id: int, session: SessionDep) -> SubmissionState:
+    async def submission_state(submission_id: int, request: Request) -> SubmissionState:
+        state = await run_in_threadpool(_submission_state, db, submission_id)
+        if state is None or (state.status != "accepted" and not await _is_owner(request, state)):
+            # Pending and rejected files are their submitter's business only.
+            raise error(404, f"no submission {submission_id}; check the id envgym submit gave")
+        return state
+
+    async def _is_owner(request: Request, state: SubmissionState) -> bool:
+        if not request.headers.get("authorization"):
+            return False
+        who = await identify(request)  # polling its own verdict costs no upload rate
+        return who.name == state.submitter
+
+    @app.get("/api/results")
+    def results(session: SessionDep, env_id: str | None = None) -> list[dict[str, Any]]:
+        return _accepted_entries(session, env_id)
+
+    _add_pages(app, include_baselines)
+    return app
+
+
+def _store(
+    db: Database, submitter_id: int, body: bytes, results: dict[str, Any], quota_bytes: int
+) -> SubmissionCreated:
+    digest = hashlib.sha256(body).hexdigest()
+    with db.session() as session:
+        existing = session.scalar(select(Submission).where(Submission.body_sha256 == digest))
+        if existing is not None:
+            return SubmissionCreated(id=existing.id, status=existing.status, duplicate=True)
+        used = session.scalar(
+            select(func.coalesce(func.sum(Submission.body_bytes), 0)).where(
+                Submission.submitter_id == submitter_id
+            )
+        )
+        if int(used or 0) + len(body) > quota_bytes:
+            raise error(
+                413,
+                f"this file would take you past your {quota_bytes} byte upload quota "
+                f"({used} used); ask the operator for more",
+            )
+        ticket = claim_ticket(session, submitter_id, results)
+        seed = results.get("seed")
+        submission = Submission(
+            submitter_id=submitter_id,
+            status="pending",
+            results_json=body.decode("utf-8"),
+            body_sha256=digest,
+            body_bytes=len(body),
+            env_hash=str(results.get("env_hash"))[:80] if results.get("env_hash") else None,
+            seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+            ticket_id=None if ticket is None else ticket.id,
+            **header_fields(results),
+        )
+        session.add(submission)
+        session.flush()
+        if ticket is not None:
+            ticket.submission_id = submission.id
+        return SubmissionCreated(id=submission.id, status="pending")
+
+
+def _submission_state(db: Database, submission_id: int) -> SubmissionState | None:
+    with db.sessions() as session:
         submission = session.get(Submission, submission_id)
         if submission is None:
-            raise _error(404, f"no submission {submission_id}; check the id envgym submit gave")
+            return None
         entry = submission.entry()
         return SubmissionState(
             id=submission.id,
@@ -261,26 +288,6 @@ def create_app(
             verified_at=iso_utc(submission.verified_at),
             entry=entry if submission.status == "accepted" else None,
         )
-
-    @app.get("/api/results")
-    def results(session: SessionDep, env_id: str | None = None) -> list[dict[str, Any]]:
-        return _accepted_entries(session, env_id)
-
-    _add_pages(app, include_baselines)
-    return app
-
-
-def _store(db: Database, submitter_id: int, text: str, results: dict[str, Any]) -> int:
-    with db.session() as session:
-        submission = Submission(
-            submitter_id=submitter_id,
-            status="pending",
-            results_json=text,
-            **_header_fields(results),
-        )
-        session.add(submission)
-        session.flush()
-        return submission.id
 
 
 def _accepted_entries(session: Session, env_id: str | None = None) -> list[dict[str, Any]]:
@@ -311,19 +318,19 @@ def _add_pages(app: FastAPI, include_baselines: bool) -> None:
 
     @app.get("/", response_class=HTMLResponse)
     def index(session: SessionDep) -> HTMLResponse:
-        return _html(render_index(entries(session)))
+        return _html(render_index(entries(session), submitters=ticket_counts(session)))
 
     @app.get("/envs/{slug}", response_class=HTMLResponse)
     def env_page(
         slug: str,
         session: SessionDep,
-        sort: Annotated[str, Query()] = "success",
+        sort: Annotated[str, Query()] = "rank",
         order: Annotated[str, Query()] = "desc",
     ) -> HTMLResponse:
         every = entries(session)
         slugs = {env_slug(i): i for i in sorted({str(e["env_id"]) for e in every})}
         if slug not in slugs:
-            raise _error(404, f"no entries for env {slug!r}; see / for the envs with entries")
+            raise error(404, f"no entries for env {slug!r}; see / for the envs with entries")
         return _html(render_env(slugs[slug], every, sort, order))
 
     @app.get("/env/{env_id:path}")
@@ -336,7 +343,7 @@ def _add_pages(app: FastAPI, include_baselines: bool) -> None:
         episodes = results.get("episodes")
         if not isinstance(episodes, list) or not 0 <= index < len(episodes):
             count = len(episodes) if isinstance(episodes, list) else 0
-            raise _error(404, f"entry {entry_id} has {count} episodes; pick 0 to {count - 1}")
+            raise error(404, f"entry {entry_id} has {count} episodes; pick 0 to {count - 1}")
         return _html(
             render_trajectory(
                 meta,
@@ -358,14 +365,15 @@ def _entry_results(
         submission = session.get(
             Submission, int(entry_id), options=[undefer(Submission.results_json)]
         )
-        if submission is not None:
+        # Pending and rejected files are never shown: a forgery's "success" is not news.
+        if submission is not None and submission.status == "accepted":
             results = json.loads(submission.results_json)
             return results, {**_results_header(results), **submission.entry()}
     elif include_baselines:
         results = _baselines()[1](entry_id)
         if results is not None:
             return results, {**_results_header(results), "status": "baseline", "id": entry_id}
-    raise _error(404, f"no entry {entry_id!r}; open one from the leaderboard's tables")
+    raise error(404, f"no entry {entry_id!r}; open one from the leaderboard's tables")
 
 
 def _results_header(results: dict[str, Any]) -> dict[str, Any]:

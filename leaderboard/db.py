@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     DateTime,
     Float,
     ForeignKey,
@@ -48,6 +49,7 @@ __all__ = [
     "Status",
     "Submission",
     "Submitter",
+    "Ticket",
     "database_url",
     "iso_utc",
     "utcnow",
@@ -84,6 +86,27 @@ class Submitter(Base):
     submissions: Mapped[list[Submission]] = relationship(back_populates="submitter")
 
 
+class Ticket(Base):
+    """Seeds the board issued to a submitter for one run on one track. A ranked
+    submission names its ticket; each ticket is used at most once."""
+
+    __tablename__ = "tickets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: what the submitter quotes (random, so tickets cannot be guessed)
+    code: Mapped[str] = mapped_column(String(64), unique=True, index=True)
+    submitter_id: Mapped[int] = mapped_column(ForeignKey("submitters.id"), index=True)
+    env_id: Mapped[str] = mapped_column(String(200))
+    env_version: Mapped[str] = mapped_column(String(200))
+    difficulty: Mapped[str] = mapped_column(String(100))
+    seed: Mapped[int] = mapped_column(BigInteger)
+    num_episodes: Mapped[int] = mapped_column(Integer)
+    issued_at: Mapped[_dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[_dt.datetime] = mapped_column(DateTime(timezone=True))
+    #: the submission that used it; None while unused
+    submission_id: Mapped[int | None] = mapped_column(ForeignKey("submissions.id"))
+
+
 class Submission(Base):
     """One uploaded results file and what verification made of it."""
 
@@ -105,6 +128,17 @@ class Submission(Base):
     #: the env arguments besides the difficulty ("k=v, ..."), shown with the agent
     settings: Mapped[str | None] = mapped_column(String(500))
     num_episodes: Mapped[int | None] = mapped_column(Integer)
+    env_hash: Mapped[str | None] = mapped_column(String(80))
+    #: the base seed of the run
+    seed: Mapped[int | None] = mapped_column(BigInteger)
+    #: the ticket whose seeds the run used; None: the submitter's own seeds (never ranked)
+    ticket_id: Mapped[int | None] = mapped_column(Integer)
+    #: hex sha256 of the uploaded bytes: the same file twice is one submission
+    body_sha256: Mapped[str | None] = mapped_column(String(64), unique=True)
+    #: bytes of the upload, counted against the submitter's quota
+    body_bytes: Mapped[int | None] = mapped_column(Integer)
+    #: what the replies are when verification recognised them ("the env's oracle", ...)
+    replies_label: Mapped[str | None] = mapped_column(String(200))
     # The figures the server recomputed from the replayed episodes; set on acceptance.
     success_rate: Mapped[float | None] = mapped_column(Float)
     success_ci95: Mapped[list[float] | None] = mapped_column(JSON)
@@ -127,6 +161,11 @@ class Submission(Base):
             "model": self.model,
             "settings": self.settings,
             "submitter": self.submitter.name,
+            "env_version": self.env_version,
+            "env_hash": self.env_hash,
+            "seed": self.seed,
+            "ticketed": self.ticket_id is not None,
+            "replies_label": self.replies_label,
             "episodes": self.num_episodes,
             "success_rate": self.success_rate,
             "success_ci95": self.success_ci95,

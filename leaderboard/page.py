@@ -1,10 +1,11 @@
 """The leaderboard's web pages as pure functions from entries to complete HTML.
 
-`render_index` (every env's best entry per agent, as an env x agent matrix),
-`render_env` (one env's table, sortable through links, and plots of success
-and return with their 95% intervals); `envgym.leaderboard.trajectory`'s
-`render_trajectory` shows one episode turn by turn (the observation the agent
-saw, its reply and the reward) in the same page frame. The
+`render_index` (a matrix of tracks, an env at one level, by agents: each
+agent's best ranked run), `render_env` (one env's ranked entries, sortable
+through links, the entries that do not rank with the reason, and plots of
+success and return with their 95% intervals); `envgym.leaderboard.trajectory`'s
+`render_trajectory` shows one episode turn by turn in the same page frame.
+Which entries rank, and in what order, is `envgym.leaderboard.ranking`'s. The
 server (`envgym.leaderboard.app`) serves them and `envgym.leaderboard.export`
 writes them as static files; `SiteLinks` says where their links point for each.
 
@@ -15,7 +16,9 @@ or a results file is escaped.
 
 An entry is a dict with keys ``id, env_id, difficulty, agent, model,
 submitter, episodes, success_rate, success_ci95, mean_return, ci95,
-created_at, verified, status``.
+created_at, verified, status`` and, for ranking, ``env_version, env_hash,
+seed, ticketed`` (and ``replies_label`` when verification recognised the
+replies).
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
+from envgym.evaluation.tracks import MIN_RANKED_EPISODES
 from envgym.leaderboard.plots import PlotPoint, interval_plot
+from envgym.leaderboard.ranking import Identity, installed_identity, rank_entries
+from envgym.leaderboard.style import CSS as _CSS
 
 __all__ = [
     "ORDERS",
@@ -42,36 +48,11 @@ __all__ = [
     "sort_entries",
 ]
 
-#: Columns a table sorts by (``?sort=``), and the two orders (``?order=``).
-SORTS: tuple[str, ...] = ("success", "return", "date")
+#: Columns a table sorts by (``?sort=``), and the two orders (``?order=``). ``rank``
+#: is each track's rank (by the lower bounds of the 95% intervals), level by level.
+SORTS: tuple[str, ...] = ("rank", "success", "return", "date")
 ORDERS: tuple[str, ...] = ("desc", "asc")
 
-_CSS = """
-body{font:15px/1.45 system-ui,sans-serif;margin:1.5rem auto;max-width:70rem;padding:0 1rem;
-color:#1b1b1b;background:#fff}
-h1{font-size:1.5rem;margin:.2rem 0 .8rem}h2{font-size:1.15rem;margin:1.6rem 0 .5rem}
-a{color:#0645ad}nav{margin-bottom:.8rem;font-size:.9rem}
-table{border-collapse:collapse;width:100%;margin:.4rem 0 1rem;font-variant-numeric:tabular-nums}
-th,td{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}
-th{background:#f4f4f4}#overview{width:auto;min-width:40%}td.num,th.num{text-align:right}
-th a.sort{text-decoration:none}th[aria-sort] a.sort{font-weight:700}
-.ci{color:#555;font-size:.85em}.muted{color:#666}.badge{font-size:.8em;padding:0 .3em;
-border:1px solid #999;border-radius:3px}
-.verified{border-color:#2a7;color:#185}.baseline{border-color:#57a;color:#246}
-svg.plot{max-width:100%;height:auto;background:#fff}
-svg .frame{fill:none;stroke:#888}svg .grid{stroke:#eee}svg .tick,svg .xlabel{font-size:11px;
-fill:#444}svg .axis-label{font-size:12px;fill:#222}svg .point{fill:#1f5fbf}
-svg .interval,svg .cap{stroke:#1f5fbf;stroke-width:1.5}svg .empty{fill:#888}
-.turn{border:1px solid #ddd;border-radius:4px;margin:.6rem 0;padding:.4rem .6rem;
-break-inside:avoid}
-.turn h3{font-size:1rem;margin:.1rem 0 .3rem}
-pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;padding:.4rem;margin:.2rem 0;
-max-height:30rem;overflow:auto}
-pre.reply{background:#eef4ff}.reward{font-weight:600}.note{background:#fff6e0;padding:.4rem}
-dl.meta{display:grid;grid-template-columns:max-content auto;gap:.1rem 1rem}dl.meta dt{color:#555}
-@media print{nav,a.sort::after{display:none}pre{max-height:none;overflow:visible}
-body{max-width:none}a{color:inherit;text-decoration:none}}
-"""
 
 _ARROWS = {"desc": "\u25bc", "asc": "\u25b2"}
 
@@ -165,11 +146,25 @@ def render_page(title: str, body: str, *, links: SiteLinks | None = None) -> str
     )
 
 
-def _sort_key(sort: str, entry: Mapping[str, Any]) -> tuple:
+def _difficulty_order(env_id: str) -> dict[str, int]:
+    try:
+        from envgym.registry import get_spec
+
+        return {d: i for i, d in enumerate(get_spec(env_id).difficulties)}
+    except Exception:  # an id this install does not know: alphabetical
+        return {}
+
+
+def _sort_key(sort: str, entry: Mapping[str, Any], levels: Mapping[str, int]) -> tuple:
     success = _number(entry.get("success_rate"))
     ret = _number(entry.get("mean_return"))
     success = success if math.isfinite(success) else -math.inf
     ret = ret if math.isfinite(ret) else -math.inf
+    if sort == "rank":
+        difficulty = str(entry.get("difficulty"))
+        rank = entry.get("rank")
+        # Reversed by "desc": the best rank of the first level comes first.
+        return (-levels.get(difficulty, len(levels)), difficulty, -(rank or math.inf), success)
     if sort == "return":
         return (ret, success)
     if sort == "date":
@@ -178,16 +173,18 @@ def _sort_key(sort: str, entry: Mapping[str, Any]) -> tuple:
 
 
 def sort_entries(
-    entries: Sequence[Mapping[str, Any]], sort: str = "success", order: str = "desc"
+    entries: Sequence[Mapping[str, Any]], sort: str = "rank", order: str = "desc"
 ) -> list[Mapping[str, Any]]:
-    """`entries` ordered by `sort` (``success``, ``return`` or ``date``) in `order`.
+    """`entries` ordered by `sort` (``rank``, ``success``, ``return`` or ``date``) in
+    `order`; ``rank`` needs the ``rank`` that `rank_entries` adds.
 
-    Unknown values fall back to ``success`` and ``desc``. Ties keep a fixed
+    Unknown values fall back to ``rank`` and ``desc``. Ties keep a fixed
     order (by id), so a page reads the same on every load.
     """
-    sort = sort if sort in SORTS else "success"
+    sort = sort if sort in SORTS else "rank"
+    levels = _difficulty_order(str(entries[0].get("env_id"))) if entries else {}
     by_id = sorted(entries, key=lambda e: str(e.get("id")))
-    return sorted(by_id, key=lambda e: _sort_key(sort, e), reverse=order != "asc")
+    return sorted(by_id, key=lambda e: _sort_key(sort, e, levels), reverse=order != "asc")
 
 
 def _verified_cell(entry: Mapping[str, Any]) -> str:
@@ -225,41 +222,75 @@ def _header(label: str, sort: str | None, current: str, order: str, env_id: str,
     )
 
 
+def _seeds(entry: Mapping[str, Any]) -> str:
+    seed, episodes = entry.get("seed"), entry.get("episodes")
+    if not isinstance(seed, int) or not isinstance(episodes, int) or episodes < 1:
+        return '<span class="muted">-</span>'
+    where = "ticket" if entry.get("ticketed") else "own"
+    return (
+        f'<span class="seeds" title="{where} seeds">{seed}..{seed + episodes - 1}</span>'
+        f' <span class="ci">{where}</span>'
+    )
+
+
+def _return_cell(entry: Mapping[str, Any]) -> str:
+    # One episode has no interval: none is shown rather than a zero-width one.
+    episodes = entry.get("episodes")
+    interval = entry.get("ci95") if isinstance(episodes, int) and episodes >= 2 else None
+    return f"{_num(entry.get('mean_return'))} {_interval(interval, _num)}"
+
+
+def _agent_cell(entry: Mapping[str, Any]) -> str:
+    label = entry.get("replies_label")
+    claimed = (
+        f' <span class="badge replies" title="verification found these replies">'
+        f"{escape(str(label))}</span>"
+        if label
+        else ""
+    )
+    return f"{escape(str(entry.get('agent') or '?'))}{_settings(entry)}{claimed}"
+
+
 def _table(env_id: str, entries: Sequence[Mapping[str, Any]], sort: str, order: str,
-           links: SiteLinks) -> str:  # fmt: skip
-    slug = env_slug(env_id)
+           links: SiteLinks, *, table_id: str, caption: str, why: bool = False) -> str:  # fmt: skip
     heads = [
-        ("#", None), ("agent", None), ("model", None), ("difficulty", None),
-        ("success [95% CI]", "success"), ("mean return [95% CI]", "return"),
-        ("episodes", None), ("date", "date"), ("verified", None), ("trajectory", None),
+        ("#", "rank"), ("agent (as claimed)", None), ("model (as claimed)", None),
+        ("submitter", None), ("difficulty", None), ("success [95% CI]", "success"),
+        ("mean return [95% CI]", "return"), ("episodes", None), ("seeds", None),
+        ("date", "date"), ("verified", None), ("trajectory", None),
     ]  # fmt: skip
+    if why:
+        heads = [(label, None) for label, _ in heads] + [("not ranked because", None)]
     head = "".join(_header(label, key, sort, order, env_id, links) for label, key in heads)
     rows = []
-    for rank, entry in enumerate(entries, start=1):
+    for entry in entries:
         entry_id = str(entry.get("id"))
         model = entry.get("model")
+        rank = entry.get("rank")
+        reason = f'<td class="why">{escape(str(entry.get("unranked") or ""))}</td>' if why else ""
         rows.append(
             f'<tr class="entry" data-entry-id="{escape(entry_id)}" '
             f'data-success="{_number(entry.get("success_rate"))!r}" '
             f'data-return="{_number(entry.get("mean_return"))!r}">'
-            f'<td class="num">{rank}</td>'
-            f'<td class="agent">{escape(str(entry.get("agent") or "?"))}{_settings(entry)}</td>'
+            f'<td class="num rank">{rank if rank else "-"}</td>'
+            f'<td class="agent">{_agent_cell(entry)}</td>'
             f'<td class="model">{escape(str(model)) if model else "-"}</td>'
+            f'<td class="submitter">{escape(str(entry.get("submitter") or "-"))}</td>'
             f"<td>{escape(str(entry.get('difficulty') or '-'))}</td>"
             f'<td class="num success">{_pct(entry.get("success_rate"))} '
             f"{_interval(entry.get('success_ci95'), _pct)}</td>"
-            f'<td class="num return">{_num(entry.get("mean_return"))} '
-            f"{_interval(entry.get('ci95'), _num)}</td>"
+            f'<td class="num return">{_return_cell(entry)}</td>'
             f'<td class="num">{escape(str(entry.get("episodes", "-")))}</td>'
+            f"<td>{_seeds(entry)}</td>"
             f"<td>{_date(entry)}</td><td>{_verified_cell(entry)}</td>"
             f'<td><a class="trajectory" href="{escape(links.trajectory(entry_id, 0))}">'
-            "episode 0</a></td></tr>"
+            f"episode 0</a></td>{reason}</tr>"
         )
-    body = "".join(rows) or '<tr><td colspan="10" class="muted">no entries yet</td></tr>'
+    span = len(heads)
+    body = "".join(rows) or f'<tr><td colspan="{span}" class="muted">no entries yet</td></tr>'
     return (
-        f'<table id="results-{escape(slug)}" class="results"><caption class="muted">'
-        f"{escape(env_id)}: {len(entries)} entries, sorted by {escape(sort)} "
-        f"({'high to low' if order == 'desc' else 'low to high'})</caption>"
+        f'<table id="{escape(table_id)}" class="results"><caption class="muted">'
+        f"{escape(caption)}</caption>"
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )
 
@@ -287,19 +318,25 @@ def _points(entries: Sequence[Mapping[str, Any]], value: str, interval: str) -> 
 def render_env(
     env_id: str,
     entries: Sequence[Mapping[str, Any]],
-    sort: str = "success",
+    sort: str = "rank",
     order: str = "desc",
     *,
     links: SiteLinks | None = None,
+    identity: Identity = installed_identity,
 ) -> str:
-    """One env's page: its entries' table sorted by `sort` and `order` (headers
-    link to the other orders), and plots of success rate (``svg#plot-<slug>``)
-    and mean return (``svg#plot-return-<slug>``), one point per entry with its
-    95% interval, in the table's order. Entries of other envs are left out."""
+    """One env's page: the ranked entries of its tracks (one per difficulty) in
+    ``table#results-<slug>``, sorted by `sort` and `order` (rank by default:
+    each level's best lower bound first; headers link to the other orders),
+    the entries that do not rank, each with its reason, in
+    ``table#unranked-<slug>``, and plots of success rate (``svg#plot-<slug>``)
+    and mean return (``svg#plot-return-<slug>``) of the ranked entries with
+    their 95% intervals, in the table's order. Other envs' entries are left out."""
     links = links or SiteLinks()
-    sort = sort if sort in SORTS else "success"
+    sort = sort if sort in SORTS else "rank"
     order = order if order in ORDERS else "desc"
-    mine = sort_entries([e for e in entries if e.get("env_id") == env_id], sort, order)
+    ranked, unranked = rank_entries([e for e in entries if e.get("env_id") == env_id], identity)
+    mine = sort_entries(ranked, sort, order)
+    others = sort_entries(unranked, "date", "desc")
     slug = env_slug(env_id)
     success_plot = interval_plot(
         f"plot-{slug}",
@@ -308,79 +345,141 @@ def render_env(
         x_label="entry (agent, difficulty)",
         percent=True,
         y_range=(0.0, 1.0),
-        title=f"{env_id}: success rate of each entry with its 95% interval",
+        title=f"{env_id}: success rate of each ranked entry with its 95% interval",
     )
     return_plot = interval_plot(
         f"plot-return-{slug}",
         _points(mine, "mean_return", "ci95"),
         y_label="mean return (95% CI)",
         x_label="entry (agent, difficulty)",
-        title=f"{env_id}: mean return of each entry with its 95% interval",
+        title=f"{env_id}: mean return of each ranked entry with its 95% interval",
+    )
+    order_words = "high to low" if order == "desc" else "low to high"
+    ranked_caption = (
+        f"{env_id}: {len(mine)} ranked entries, sorted by {sort} ({order_words}); each "
+        "level is a track, ranked by the lower bound of the 95% success interval, then of "
+        f"the return interval; a ranked run used board-issued seeds, the level's own "
+        f"settings and at least {MIN_RANKED_EPISODES} episodes"
     )
     body = (
         f"<h1>{escape(env_id)}</h1>"
-        f"{_table(env_id, mine, sort, order, links)}"
-        f"<h2>Success rate</h2><figure>{success_plot}</figure>"
-        f"<h2>Mean return</h2><figure>{return_plot}</figure>"
+        + _table(
+            env_id, mine, sort, order, links, table_id=f"results-{slug}", caption=ranked_caption
+        )  # fmt: skip
+        + "<h2>Not ranked</h2>"
+        + _table(
+            env_id,
+            others,
+            sort,
+            order,
+            links,
+            table_id=f"unranked-{slug}",
+            caption=f"{len(others)} entries listed apart, newest first",
+            why=True,
+        )  # fmt: skip
+        + f"<h2>Success rate</h2><figure>{success_plot}</figure>"
+        + f"<h2>Mean return</h2><figure>{return_plot}</figure>"
     )
     return render_page(f"{env_id} - envgym leaderboard", body, links=links)
 
 
-def _best(entries: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
-    best: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for entry in sort_entries(entries, "success", "desc"):
-        best.setdefault((str(entry.get("env_id")), agent_label(entry)), entry)
+def _submitters(rows: Sequence[tuple[str, int, int]]) -> str:
+    if not rows:
+        return ""
+    body = "".join(
+        f'<tr class="submitter"><td>{escape(name)}</td><td class="num">{issued}</td>'
+        f'<td class="num">{used}</td></tr>'
+        for name, issued, used in rows
+    )
+    return (
+        '<h2>Submitters</h2><table id="submitters"><caption class="muted">tickets (seeds '
+        "issued by the board) each submitter took, and how many they submitted</caption>"
+        '<thead><tr><th>submitter</th><th class="num">tickets issued</th>'
+        f'<th class="num">submitted</th></tr></thead><tbody>{body}</tbody></table>'
+    )
+
+
+def _best(
+    ranked: Sequence[Mapping[str, Any]],
+) -> dict[tuple[str, str, str], Mapping[str, Any]]:
+    """Each agent's best ranked entry per track (env id, difficulty)."""
+    best: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    for entry in ranked:  # in rank order
+        key = (str(entry.get("env_id")), str(entry.get("difficulty")), agent_label(entry))
+        best.setdefault(key, entry)
     return best
 
 
-def render_index(entries: Sequence[Mapping[str, Any]], *, links: SiteLinks | None = None) -> str:
-    """The overview: a matrix of envs (rows, linking to their pages) by agents
-    (columns), each cell the success rate of that agent's best entry on that env
-    (over its difficulties and submissions), in ``table#overview``."""
+def render_index(
+    entries: Sequence[Mapping[str, Any]],
+    *,
+    links: SiteLinks | None = None,
+    identity: Identity = installed_identity,
+    submitters: Sequence[tuple[str, int, int]] = (),
+) -> str:
+    """The overview: a matrix of tracks (rows: env and difficulty, linking to the
+    env's page) by agents (columns), each cell that agent's best ranked entry on
+    that track: its success rate and, in grey, the lower bound it ranks by, in
+    ``table#overview``. Levels are never mixed: an agent's hard row holds only
+    hard runs. `submitters` (name, tickets issued, tickets used) become
+    ``table#submitters``: a submitter who takes many tickets and submits few
+    is keeping the best of several runs, and shows."""
     links = links or SiteLinks()
-    best = _best(entries)
-    env_ids = sorted({str(e.get("env_id")) for e in entries})
-    # Agents that succeed most overall come first, so strong agents lead the columns.
+    ranked, _ = rank_entries(entries, identity)
+    best = _best(ranked)
+    tracks: list[tuple[str, str]] = []
+    for env_id in sorted({str(e.get("env_id")) for e in entries}):
+        levels = _difficulty_order(env_id)
+        found = {str(e.get("difficulty")) for e in entries if e.get("env_id") == env_id}
+        tracks += [(env_id, d) for d in sorted(found, key=lambda d: (levels.get(d, 99), d))]
+    # Agents that do best overall come first, so strong agents lead the columns.
     agents = sorted(
-        {label for _, label in best},
-        key=lambda a: (-sum(_number(best[k].get("success_rate")) for k in best if k[1] == a), a),
+        {label for *_, label in best},
+        key=lambda a: (-sum(_number(best[k].get("success_rate")) for k in best if k[2] == a), a),
     )
     head = "".join(f'<th class="num agent">{escape(a)}</th>' for a in agents)
     rows = []
-    for env_id in env_ids:
+    for env_id, difficulty in tracks:
         cells = []
         for agent in agents:
-            entry = best.get((env_id, agent))
+            entry = best.get((env_id, difficulty, agent))
             if entry is None:
                 cells.append('<td class="num muted">-</td>')
                 continue
+            pair = entry.get("success_ci95")
+            low = pair[0] if isinstance(pair, list | tuple) and len(pair) == 2 else None
             title = (
-                f"best of {agent} on {env_id}: {entry.get('difficulty') or '-'}, "
-                f"{entry.get('episodes', '?')} episodes"
+                f"best ranked run of {agent} on {env_id} {difficulty}: "
+                f"{entry.get('episodes', '?')} episodes, lower bound {_pct(low)}"
             )
             cells.append(
                 f'<td class="num cell" title="{escape(title)}">'
                 f"{_pct(entry.get('success_rate'))} "
-                f'<span class="ci">{escape(str(entry.get("difficulty") or ""))}</span></td>'
+                f'<span class="ci">&ge;{escape(_pct(low))}</span></td>'
             )
-        count = sum(1 for e in entries if e.get("env_id") == env_id)
+        count = sum(
+            1 for e in entries if e.get("env_id") == env_id and e.get("difficulty") == difficulty
+        )
         rows.append(
-            f'<tr class="env" data-env="{escape(env_id)}"><th>'
-            f'<a class="env-link" href="{escape(links.env(env_id))}">{escape(env_id)}</a> '
-            f'<span class="ci">{count} entries</span></th>{"".join(cells)}</tr>'
+            f'<tr class="env" data-env="{escape(env_id)}" data-difficulty="{escape(difficulty)}">'
+            f'<th><a class="env-link" href="{escape(links.env(env_id))}">{escape(env_id)}</a> '
+            f'{escape(difficulty)} <span class="ci">{count} entries</span></th>'
+            f"{''.join(cells)}</tr>"
         )
     if rows:
         table = (
             '<table id="overview"><caption class="muted">success rate of each agent\'s best '
-            "entry per env (its difficulty in grey); open an env for every entry, its "
-            f"intervals and plots</caption><thead><tr><th>env</th>{head}</tr></thead>"
+            "ranked run per track (an env at one level), with the lower bound of its 95% "
+            "interval it ranks by; open an env for every entry, the ones not ranked and "
+            f"why, intervals and plots</caption><thead><tr><th>track</th>{head}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>"
         )
     else:
         table = '<p class="muted">No entries yet: submit one with <code>envgym submit</code>.</p>'
     body = (
         "<h1>envgym leaderboard</h1><p>Every number here is recomputed by replaying the "
-        "submitted episodes in the installed envs; baselines come from envgym's own "
-        "random and oracle agents.</p>" + table
+        "submitted episodes in the installed envs; ranked runs played seeds the board "
+        "issued; baselines come from envgym's own random and oracle agents. Agent and "
+        "model names are as their submitter claimed.</p>" + table + _submitters(submitters)
     )
     return render_page("envgym leaderboard", body, links=links)

@@ -58,6 +58,8 @@ def create_token(db: Database, name: str) -> str:
     if not name or len(name) > _NAME_MAX:
         raise TokenError(f"a submitter name has 1 to {_NAME_MAX} characters, not {len(name)}")
     token = secrets.token_urlsafe(32)
+    while token.startswith("-"):  # a leading "-" reads as an option on a command line
+        token = secrets.token_urlsafe(32)
     try:
         _store_token(db, name, token)
     except IntegrityError:  # made by someone else between our look and our write

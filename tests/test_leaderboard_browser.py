@@ -80,14 +80,18 @@ def test_a_browser_finds_sorts_plots_and_opens_the_sokoban_baselines(driver, sit
     found = {
         (
             row.find_element(By.CLASS_NAME, "agent").text,
-            row.find_elements(By.TAG_NAME, "td")[3].text,
+            row.find_elements(By.TAG_NAME, "td")[4].text,
         )
         for row in rows
     }
     assert found == {(a, d) for a in ("random", "oracle") for d in ("easy", "medium", "hard")}
     assert all("baseline" in row.text for row in rows)
 
-    # Sorted by success, high to low; the success header flips it, and back.
+    # Ranked level by level; the success header sorts by success, high to low,
+    # then flips it, and back.
+    ranks = [row.find_element(By.CLASS_NAME, "rank").text for row in rows]
+    assert ranks == ["1", "2"] * 3, ranks
+    _click(driver, driver.find_element(By.CSS_SELECTOR, "a.sort[data-sort='success']"))
     assert _column(driver, "success") == sorted(_column(driver, "success"), reverse=True)
     _click(driver, driver.find_element(By.CSS_SELECTOR, "a.sort[data-sort='success']"))
     assert "order=asc" in driver.current_url

@@ -29,6 +29,7 @@ from envgym.leaderboard.baselines import (
 )
 from envgym.leaderboard.export import export_command, export_site
 from envgym.leaderboard.page import render_env, render_index
+from envgym.leaderboard.ranking import installed_identity
 from envgym.leaderboard.trajectory import render_trajectory
 from envgym.registry import list_envs, missing_data
 
@@ -67,7 +68,14 @@ def _elements(page: str, tag: str, cls: str | None = None) -> list[dict[str, str
     ]
 
 
+def _current(env_id: str) -> dict[str, Any]:
+    """The version and hash of the installed env: an entry made now has them."""
+    version, digest = installed_identity(env_id) or (None, None)
+    return {"env_version": version, "env_hash": digest}
+
+
 def _entry(entry_id: str, success: float, ret: float, date: str, **more: Any) -> dict[str, Any]:
+    """A verified run on a ticket's seeds, on the installed env: one that ranks."""
     entry = {
         "id": entry_id,
         "env_id": "envgym/Sokoban-v0",
@@ -83,9 +91,11 @@ def _entry(entry_id: str, success: float, ret: float, date: str, **more: Any) ->
         "created_at": date,
         "verified": True,
         "status": "accepted",
+        "seed": 2**40 + 7,
+        "ticketed": True,
     }
     entry.update(more)
-    return entry
+    return {**_current(str(entry["env_id"])), **entry}
 
 
 ENTRIES = [
@@ -96,7 +106,10 @@ ENTRIES = [
 ]
 
 
-def _row_ids(page: str) -> list[str | None]:
+def _row_ids(page: str, table: str = "results") -> list[str | None]:
+    """The entry ids of the ranked table (``results``) or of the ``unranked`` one."""
+    ranked, _, unranked = page.partition('<table id="unranked-')
+    page = ranked if table == "results" else unranked
     return [attrs.get("data-entry-id") for attrs in _elements(page, "tr", "entry")]
 
 
@@ -140,7 +153,7 @@ def test_hostile_names_show_as_text_on_every_page() -> None:
 
 def test_the_table_sorts_as_its_header_links_say() -> None:
     env_id = "envgym/Sokoban-v0"
-    assert _row_ids(render_env(env_id, ENTRIES)) == ["b", "a", "c"]  # success, high to low
+    assert _row_ids(render_env(env_id, ENTRIES)) == ["b", "a", "c"]  # rank: lower bounds
     assert _row_ids(render_env(env_id, ENTRIES, "success", "asc")) == ["c", "a", "b"]
     assert _row_ids(render_env(env_id, ENTRIES, "return", "desc")) == ["c", "a", "b"]
     assert _row_ids(render_env(env_id, ENTRIES, "date", "desc")) == ["a", "c", "b"]
@@ -152,6 +165,7 @@ def test_the_table_sorts_as_its_header_links_say() -> None:
     hrefs = {a["data-sort"]: a["href"] for a in _elements(page, "a", "sort")}
     # The active column's link flips its order; the others start high to low.
     assert hrefs == {
+        "rank": "/envs/Sokoban-v0?sort=rank&order=desc",
         "success": "/envs/Sokoban-v0?sort=success&order=asc",
         "return": "/envs/Sokoban-v0?sort=return&order=desc",
         "date": "/envs/Sokoban-v0?sort=date&order=desc",
@@ -359,3 +373,93 @@ def test_a_run_with_other_env_settings_is_marked_as_such():
     page = render_env("envgym/FrozenLake-v0", [base, slippery])
     assert page.count('class="settings') == 1
     assert "[slippery=True, &lt;b&gt;=1]" in page
+
+
+# ------------------------------------------------------------ honest ranking
+def _overview_text(page: str) -> str:
+    return "".join(_parse(page[page.index('<table id="overview"') :]).text)
+
+
+def _success_entry(entry_id: str, successes: int, episodes: int, **more: Any) -> dict[str, Any]:
+    """An entry whose figures are what `summarize` gives for these episodes."""
+    from envgym.evaluation.summary import summarize
+
+    summary = summarize(
+        [
+            {"return": float(i < successes), "success": i < successes, "turns": 1}
+            for i in range(episodes)
+        ]  # fmt: skip
+    )
+    return _entry(
+        entry_id,
+        summary["success_rate"],
+        summary["mean_return"],
+        "2026-01-01T00:00:00+00:00",
+        episodes=episodes,
+        success_ci95=summary["success_ci95"],
+        ci95=summary["ci95"],
+        **more,
+    )
+
+
+def test_a_lucky_short_run_never_outranks_a_long_steady_one() -> None:
+    """One lucky episode (100%) and three lucky ones are not ranked above 20
+    episodes at 90%: the short ones are provisional, and between ranked runs
+    the lower bound of the interval decides, not the point estimate."""
+    env_id = "envgym/Sokoban-v0"
+    oracle = _success_entry("oracle20", 18, 20, agent="oracle")
+    lucky1 = _success_entry("lucky1", 1, 1, agent="lucky")
+    lucky3 = _success_entry("lucky3", 3, 3, agent="lucky")
+    near = _success_entry("near25", 24, 25, agent="steady")  # 96% of 25
+    shaky = _success_entry("shaky20", 19, 20, agent="shaky")  # 95% of 20
+    page = render_env(env_id, [lucky1, lucky3, oracle, near, shaky])
+    assert _row_ids(page) == ["near25", "shaky20", "oracle20"]
+    assert set(_row_ids(page, "unranked")) == {"lucky1", "lucky3"}
+    assert "provisional: 1 episodes, ranking needs 20" in page
+    # A one-episode run shows no return interval at all, not a zero-width one.
+    lucky_row = page[page.index('data-entry-id="lucky1"') :]
+    lucky_return = lucky_row[lucky_row.index('class="num return"') :].split("</td>")[0]
+    assert 'class="ci"' not in lucky_return
+    overview = _overview_text(render_index([lucky1, lucky3, oracle]))
+    assert "90%" in overview and "100%" not in overview  # the lucky runs are no agent's best
+
+
+def test_runs_off_a_track_are_listed_apart_with_the_reason() -> None:
+    env_id = "envgym/FrozenLake-v0"
+    base = _success_entry("ticketed", 10, 20, env_id=env_id, agent="random")
+    trivial = {**_success_entry("trivial", 20, 20, env_id=env_id, agent="random"),
+               "settings": "hole_fraction=0, size=2"}  # fmt: skip
+    own_seeds = {**_success_entry("own", 20, 20, env_id=env_id), "ticketed": False}
+    old = {**_success_entry("old", 20, 20, env_id=env_id), "env_hash": "sha256:" + "0" * 64}
+    unverified = {**_success_entry("pending", 20, 20, env_id=env_id), "verified": False,
+                  "status": "pending"}  # fmt: skip
+    page = render_env(env_id, [base, trivial, own_seeds, old, unverified])
+    assert _row_ids(page) == ["ticketed"]
+    text = "".join(_parse(page).text)
+    for reason in ("custom settings", "own seeds (no ticket)", "previous version", "not verified"):
+        assert reason in text
+    overview = _overview_text(render_index([base, trivial, own_seeds, old]))
+    assert "50%" in overview and "100%" not in overview
+
+
+def test_the_overview_compares_agents_per_level_never_best_of_levels() -> None:
+    easy = _success_entry("easy", 20, 20, agent="oracle", difficulty="easy")
+    hard = _success_entry("hard", 4, 20, agent="oracle", difficulty="hard")
+    page = render_index([easy, hard])
+    rows = {
+        (attrs.get("data-env"), attrs.get("data-difficulty"))
+        for attrs in _elements(page, "tr", "env")
+    }
+    assert rows == {("envgym/Sokoban-v0", "easy"), ("envgym/Sokoban-v0", "hard")}
+    hard_row = page[page.index('data-difficulty="hard"') :].split("</tr>")[0]
+    assert "20%" in hard_row and "100%" not in hard_row
+
+
+def test_the_table_names_the_submitter_and_the_seeds() -> None:
+    entry = _success_entry("mine", 10, 20, submitter="alice-lab", agent="gpt-5")
+    page = render_env("envgym/Sokoban-v0", [entry])
+    text = "".join(_parse(page).text)
+    assert "alice-lab" in text and "agent (as claimed)" in text
+    assert f"{2**40 + 7}..{2**40 + 26}" in text
+    baselines = render_env("envgym/Sokoban-v0", load_baseline_entries())
+    assert "0..19" in "".join(_parse(baselines).text)  # baselines show their seeds

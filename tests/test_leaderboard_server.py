@@ -69,16 +69,30 @@ def new_token(db: Database, prefix: str = "tester") -> tuple[str, str]:
     return name, create_token(db, name)
 
 
+def unique(results: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `results` that is a different file (the board answers the same
+    file twice with its first submission): the agent's claimed model differs."""
+    copied = copy.deepcopy(results)
+    copied["agent"]["model"] = uuid.uuid4().hex
+    return copied
+
+
 def post(url: str, token: str | None, body: Any) -> httpx.Response:
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
     content = body if isinstance(body, bytes) else json.dumps(body).encode()
     return httpx.post(f"{url}/api/submissions", content=content, headers=headers, timeout=60)
 
 
-def final_state(url: str, submission_id: int, timeout_s: float = 120.0) -> dict[str, Any]:
+def final_state(
+    url: str, submission_id: int, token: str | None = None, timeout_s: float = 120.0
+) -> dict[str, Any]:
+    """The submission's state once verified; `token`: its submitter's, which a
+    pending or rejected submission needs to be seen at all."""
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
     deadline = time.monotonic() + timeout_s
     while True:
-        state = httpx.get(f"{url}/api/submissions/{submission_id}", timeout=30).json()
+        response = httpx.get(f"{url}/api/submissions/{submission_id}", headers=headers, timeout=30)
+        state = response.json() if response.status_code == 200 else {"status": "hidden"}
         if state["status"] != "pending" or time.monotonic() > deadline:
             return state
         time.sleep(0.1)
@@ -86,11 +100,12 @@ def final_state(url: str, submission_id: int, timeout_s: float = 120.0) -> dict[
 
 def test_a_valid_file_is_accepted_and_listed(server: Any, db: Database, results: dict) -> None:
     _, token = new_token(db)
+    results = unique(results)
     response = post(server.url, token, results)
     assert response.status_code == 202, response.text
     assert response.json()["status"] == "pending"
     submission_id = response.json()["id"]
-    state = final_state(server.url, submission_id)
+    state = final_state(server.url, submission_id, token)
     assert state["status"] == "accepted", state
     assert state["reason"] is None and state["checked_episodes"] == 3
     listed = {e["id"]: e for e in httpx.get(f"{server.url}/api/results").json()}
@@ -105,14 +120,14 @@ def test_forged_files_are_rejected_with_the_reason(
     server: Any, db: Database, results: dict
 ) -> None:
     _, token = new_token(db)
-    inflated = copy.deepcopy(results)
+    inflated = unique(results)
     inflated["summary"]["success_rate"] = 1.0
-    altered = copy.deepcopy(results)
+    altered = unique(results)
     # Moved between two turns: the return and the summary still add up.
     altered["episodes"][1]["rewards"][0] += 1.0
     altered["episodes"][1]["rewards"][1] -= 1.0
     ids = [post(server.url, token, forged).json()["id"] for forged in (inflated, altered)]
-    inflated_state, altered_state = (final_state(server.url, i) for i in ids)
+    inflated_state, altered_state = (final_state(server.url, i, token) for i in ids)
     assert inflated_state["status"] == "rejected"
     assert "success_rate" in inflated_state["reason"]
     assert altered_state["status"] == "rejected"
@@ -170,11 +185,11 @@ def test_50_concurrent_submissions_land_exactly_once(
     tokens = [new_token(db, "crowd") for _ in range(5)]
     jobs = [tokens[i % 5][1] for i in range(50)]
     with ThreadPoolExecutor(50) as pool:
-        responses = list(pool.map(lambda t: post(server.url, t, results), jobs))
+        responses = list(pool.map(lambda t: post(server.url, t, unique(results)), jobs))
     assert [r.status_code for r in responses] == [202] * 50
     ids = [r.json()["id"] for r in responses]
     assert len(set(ids)) == 50
-    states = [final_state(server.url, i) for i in ids]
+    states = [final_state(server.url, i, tokens[k % 5][1]) for k, i in enumerate(ids)]
     assert {s["status"] for s in states} == {"accepted"}
     names = [name for name, _ in tokens]
     with db.sessions() as session:
@@ -192,10 +207,11 @@ def test_pending_submissions_are_verified_when_a_server_restarts(
 ) -> None:
     _, token = new_token(db)
     with LeaderboardServer(db_url, workers=0) as storing_only:
-        submission_id = post(storing_only.url, token, results).json()["id"]
-        assert final_state(storing_only.url, submission_id, timeout_s=0)["status"] == "pending"
+        submission_id = post(storing_only.url, token, unique(results)).json()["id"]
+        state = final_state(storing_only.url, submission_id, token, timeout_s=0)
+        assert state["status"] == "pending"
     with LeaderboardServer(db_url, workers=1) as restarted:
-        assert final_state(restarted.url, submission_id)["status"] == "accepted"
+        assert final_state(restarted.url, submission_id, token)["status"] == "accepted"
 
 
 def test_the_cli_creates_tokens_and_submits(
@@ -206,8 +222,8 @@ def test_the_cli_creates_tokens_and_submits(
     token = capsys.readouterr().out.strip()
     assert len(token) >= 40
     good = tmp_path / "good.json"
-    good.write_text(json.dumps(results))
-    forged = copy.deepcopy(results)
+    good.write_text(json.dumps(unique(results)))
+    forged = unique(results)
     forged["summary"]["mean_return"] = 99.0
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(forged))
@@ -219,7 +235,7 @@ def test_the_cli_creates_tokens_and_submits(
     assert "rejected" in (out := capsys.readouterr().out) and "mean_return" in out
     assert main([*submit, str(good), "--no-wait"]) == 0
     submission_id = int(capsys.readouterr().out.strip())
-    assert final_state(server.url, submission_id)["status"] == "accepted"
+    assert final_state(server.url, submission_id, token)["status"] == "accepted"
 
     not_results = tmp_path / "notes.json"
     not_results.write_text('{"hello": 1}')

@@ -9,6 +9,7 @@ costs only its own rows."""
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 import sys
@@ -62,11 +63,14 @@ def add_commands(sub: Any) -> None:
         "--episodes",
         metavar="N",
         type=positive_int,
-        default=10,
         help="episodes per env id and difficulty (default: 10)",
     )
+    p.add_argument("--seed", metavar="S", type=seed, help="seed of the first episode (default: 0)")
     p.add_argument(
-        "--seed", metavar="S", type=seed, default=0, help="seed of the first episode (default: 0)"
+        "--ticket",
+        metavar="FILE",
+        help="run a leaderboard ticket (from envgym leaderboard ticket): its env, difficulty, "
+        "seeds and episode count; the results file names it, so the run can rank",
     )
     levels = p.add_mutually_exclusive_group()
     levels.add_argument(
@@ -191,7 +195,40 @@ def _file_name(results: dict[str, Any], agent: str) -> str:
     return f"{results['env_id'].replace('/', '_')}_{_difficulty_of(results)}_{agent_part}.json"
 
 
+def _apply_ticket(args: argparse.Namespace) -> str | None:
+    """Fill the run's settings from ``--ticket FILE``; its code, or None without one."""
+    if args.ticket is None:
+        args.seed = 0 if args.seed is None else args.seed
+        args.episodes = 10 if args.episodes is None else args.episodes
+        return None
+    try:
+        with open(args.ticket, encoding="utf-8") as f:
+            ticket = json.load(f)
+        code, env_id, level = ticket["ticket"], ticket["env_id"], ticket["difficulty"]
+        first, count = int(ticket["seed"]), int(ticket["num_episodes"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(
+            f"--ticket {args.ticket}: not a ticket file ({exc}); write one with "
+            "envgym leaderboard ticket ID --out FILE"
+        ) from None
+    asked = [resolve_env_id(text) for text in args.env_ids]
+    clashes = [
+        (asked != [env_id], f"env {' '.join(asked)} (the ticket is for {env_id})"),
+        (bool(args.kwarg), "--kwarg (a ticket's run keeps the level's own settings)"),
+        (args.all_difficulties, "--all-difficulties"),
+        (args.difficulty not in (None, [level]), f"--difficulty (the ticket's is {level})"),
+        (args.seed not in (None, first), f"--seed (the ticket's is {first})"),
+        (args.episodes not in (None, count), f"--episodes (the ticket's is {count})"),
+    ]
+    for clash, what in clashes:
+        if clash:
+            raise UserError(f"--ticket fixes the run; drop {what}")
+    args.difficulty, args.seed, args.episodes = [level], first, count
+    return str(code)
+
+
 def run_eval(args: argparse.Namespace) -> int:
+    ticket = _apply_ticket(args)
     jobs = _eval_jobs(args)
     if args.out and len(jobs) > 1:
         raise UserError(
@@ -211,6 +248,8 @@ def run_eval(args: argparse.Namespace) -> int:
             workers=args.workers,
             progress=progress.update,
         )
+    if ticket is not None:
+        all_results[0]["ticket"] = ticket  # checked by the leaderboard that issued it
     rows = [
         [r["env_id"], _difficulty_of(r), args.agent, str(args.episodes), *summary_cells(r)]
         for r in all_results

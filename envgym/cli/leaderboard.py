@@ -4,7 +4,14 @@
     envgym leaderboard serve --db lb.db --port 8500 --workers 4
     envgym leaderboard token create alice --db lb.db     prints alice's token, once
     envgym leaderboard token revoke alice --db lb.db
+    envgym leaderboard ticket envgym/Sokoban-v0 --difficulty easy --episodes 20 \
+        --server http://127.0.0.1:8500 --token T --out ticket.json
+    envgym eval envgym/Sokoban-v0 --agent A --ticket ticket.json --out results.json
     envgym submit results.json --server http://127.0.0.1:8500 --token T
+
+A ranked run plays seeds the board chose: ``ticket`` asks the server for them
+(a fresh random base seed bound to your token, the track and an episode
+count, with an expiry) and ``eval --ticket`` runs exactly those.
 
 `envgym submit` exits 0 when the file is accepted, 1 when it is rejected (the
 reason printed) and 2 when it could not be submitted (no server there, a bad
@@ -81,6 +88,21 @@ def add_commands(sub: Any) -> None:
     )
     p.set_defaults(handler=run_export)
 
+    p = board_sub.add_parser(
+        "ticket",
+        help="ask a leaderboard for the seeds of one ranked run (a ticket)",
+        description="Ask the server for a ticket: seeds the board chose for one run of ID at "
+        "one difficulty, bound to your token. Run them with envgym eval --ticket FILE.",
+    )
+    p.add_argument("env_id", metavar="ID", help="the env id, e.g. envgym/Sokoban-v0")
+    p.add_argument("--difficulty", metavar="LEVEL", help="default: the env's default level")
+    p.add_argument(
+        "--episodes", metavar="N", type=int, default=20, help="episodes of the run (default 20)"
+    )
+    _server_options(p)
+    p.add_argument("--out", metavar="FILE", help="write the ticket here (default: stdout)")
+    p.set_defaults(handler=run_ticket)
+
     token = board_sub.add_parser("token", help="create or revoke a submitter's token")
     token_sub = token.add_subparsers(dest="token_command", metavar="ACTION")
     token.set_defaults(handler=lambda _args: token.print_help() or EXIT_OK)
@@ -101,13 +123,7 @@ def add_commands(sub: Any) -> None:
         "2 not submitted.",
     )
     p.add_argument("file", metavar="FILE", help="a results file from `envgym eval --out`")
-    p.add_argument("--server", metavar="URL", required=True, help="http://HOST:PORT or unix:PATH")
-    p.add_argument(
-        "--token",
-        metavar="T",
-        default=os.environ.get(TOKEN_ENV),
-        help=f"your submitter token (default: ${TOKEN_ENV})",
-    )
+    _server_options(p)
     p.add_argument(
         "--no-wait", action="store_true", help="print the submission id and exit at once"
     )
@@ -119,6 +135,16 @@ def add_commands(sub: Any) -> None:
         help="seconds to wait for the verdict (default: 3600)",
     )
     p.set_defaults(handler=run_submit)
+
+
+def _server_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--server", metavar="URL", required=True, help="http://HOST:PORT or unix:PATH")
+    p.add_argument(
+        "--token",
+        metavar="T",
+        default=os.environ.get(TOKEN_ENV),
+        help=f"your submitter token (default: ${TOKEN_ENV})",
+    )
 
 
 def _db_option(p: argparse.ArgumentParser) -> None:
@@ -253,6 +279,28 @@ def _request(client: Any, method: str, path: str, server: str, **kwargs: Any) ->
         ) from None
 
 
+def run_ticket(args: argparse.Namespace) -> int:
+    """`envgym leaderboard ticket`: ask the server for a ticket and keep it in a file."""
+    if not args.token:
+        raise UserError(f"no token: pass --token T or set ${TOKEN_ENV}")
+    wanted = {"env_id": args.env_id, "difficulty": args.difficulty, "episodes": args.episodes}
+    headers = {"Authorization": f"Bearer {args.token}"}
+    with _client(args.server) as client:
+        response = _request(
+            client, "POST", "/api/tickets", args.server, json=wanted, headers=headers
+        )
+    if response.status_code != 201:
+        raise UserError(f"no ticket (HTTP {response.status_code}): {_detail(response)}")
+    ticket = json.dumps(response.json(), indent=2) + "\n"
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(ticket)
+        _say(f"wrote {args.out}; run it with envgym eval {args.env_id} --ticket {args.out}")
+    else:
+        sys.stdout.write(ticket)
+    return EXIT_OK
+
+
 def run_submit(args: argparse.Namespace) -> int:
     """`envgym submit`: validate, upload, then wait for the verdict with a spinner."""
     from envgym.evaluation import load_results
@@ -276,18 +324,22 @@ def run_submit(args: argparse.Namespace) -> int:
             print(submission_id)
             _say(f"submitted as {submission_id}; see {args.server}/api/submissions/{submission_id}")
             return EXIT_OK
-        state = _wait(client, args.server, submission_id, args.timeout)
+        state = _wait(client, args.server, submission_id, args.timeout, headers)
     return _report(state, submission_id)
 
 
-def _wait(client: Any, server: str, submission_id: int, timeout_s: float) -> dict[str, Any]:
+def _wait(
+    client: Any, server: str, submission_id: int, timeout_s: float, headers: dict[str, str]
+) -> dict[str, Any]:
     from rich.console import Console
 
     deadline = time.monotonic() + timeout_s
     delay = 0.2
     with Console(stderr=True).status(f"submission {submission_id}: verifying (replaying)..."):
         while True:
-            response = _request(client, "GET", f"/api/submissions/{submission_id}", server)
+            response = _request(
+                client, "GET", f"/api/submissions/{submission_id}", server, headers=headers
+            )
             if response.status_code != 200:
                 raise UserError(f"cannot read submission {submission_id}: {_detail(response)}")
             state = response.json()

@@ -1,13 +1,14 @@
 """Decide whether a submitted results file can be scored, trusting nothing in it.
 
 `verify_submission` recomputes everything a leaderboard would publish from a
-results file: the file must match the version 2 schema; name an installed env
-by id, version and code hash; make it only with arguments a scored run may set
-(`scoring_kwargs`); hold exactly the seeds its header asked for; keep one
-reward per reply; carry the summary `summarize` gives for its episodes; and
-every episode, replayed in the installed env from its seed and replies, must
-give the recorded rewards, success and ending. The first problem found is the
-verdict's reason, naming the episode (index and seed) where it concerns one.
+results file: the file must hold at most `MAX_TURNS_PER_FILE` turns; match the
+version 2 schema; name an installed env by id, version and code hash; make it
+only with arguments a scored run may set (`scoring_kwargs`); hold exactly the
+seeds its header asked for; keep one reward per reply; carry the summary
+`summarize` gives for its episodes; and every episode, replayed in the
+installed env from its seed and replies, must give the recorded rewards,
+success and ending. The first problem found is the verdict's reason, naming
+the episode (index and seed) where it concerns one.
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ from envgym.evaluation.results_file import SCHEMA_VERSION, schema_problem
 from envgym.evaluation.summary import summarize
 from envgym.registry import EnvSpec, get_spec, load_entry_point
 
-__all__ = ["Verdict", "scoring_kwargs", "verify_submission"]
+__all__ = ["MAX_TURNS_PER_FILE", "Verdict", "scoring_kwargs", "verify_submission"]
+
+#: Turns (replies, over all episodes) one file may hold. The committed baselines
+#: hold at most 1,000 (20 episodes of 50 turns); 1,000 episodes that long are
+#: 50,000. The cap bounds what one upload can make the verifier do (the schema
+#: check and the replay are linear in the turns); a longer run is split into
+#: several files of consecutive seeds.
+MAX_TURNS_PER_FILE = 100_000
 
 #: Windows drive paths (C:\ or C:/) as well as POSIX ones name a file on the verifier's disk.
 _DRIVE_PATH = re.compile(r"^[A-Za-z]:[\\/]")
@@ -271,16 +279,42 @@ def _check_replays(results: Mapping[str, Any]) -> int:
     return len(results["episodes"])
 
 
+# ------------------------------------------------------------ the size
+def _turn_count(results: Any) -> int:
+    """The replies in `results`, over all episodes; parts not shaped like a results
+    file count nothing (the schema check names them)."""
+    episodes = results.get("episodes") if isinstance(results, Mapping) else None
+    if not isinstance(episodes, list):
+        return 0
+    return sum(
+        len(episode["actions"])
+        for episode in episodes
+        if isinstance(episode, Mapping) and isinstance(episode.get("actions"), list)
+    )
+
+
+def _size_problem(results: Any) -> str | None:
+    turns = _turn_count(results)
+    if turns <= MAX_TURNS_PER_FILE:
+        return None
+    return (
+        f"the file holds {turns:,} turns, more than the {MAX_TURNS_PER_FILE:,} one file may "
+        "hold; split the run into several files of consecutive seeds (envgym eval --seed S "
+        "--episodes N for each part) and submit each"
+    )
+
+
 # ------------------------------------------------------------ the verdict
 def verify_submission(results: Any) -> Verdict:
     """Check a parsed results file against the installed envs; the first problem rejects it.
 
-    In order: the version 2 schema; the env's id, version and hash; the
-    env_kwargs (only `scoring_kwargs`, JSON scalars, no backend, URL or path)
-    and the header's difficulty; the seeds (exactly ``seed .. seed +
-    num_episodes - 1``, in order); one reward per reply in every episode; the
-    summary; and a replay of every episode. A pure function of `results` and
-    the installed code, safe to run in a worker process.
+    In order: the size (at most `MAX_TURNS_PER_FILE` turns, counted before
+    anything else reads the episodes); the version 2 schema; the env's id,
+    version and hash; the env_kwargs (only `scoring_kwargs`, JSON scalars, no
+    backend, URL or path) and the header's difficulty; the seeds (exactly
+    ``seed .. seed + num_episodes - 1``, in order); one reward per reply in
+    every episode; the summary; and a replay of every episode. A pure function
+    of `results` and the installed code, safe to run in a worker process.
     """
     if isinstance(results, Mapping) and results.get("schema_version") == 1:
         return Verdict(
@@ -290,7 +324,9 @@ def verify_submission(results: Any) -> Verdict:
                 "asked for; re-run envgym eval with this envgym to write a version 2 file"
             ),
         )
-    problem = schema_problem(results, (SCHEMA_VERSION,))
+    problem = _size_problem(results)
+    if problem is None:
+        problem = schema_problem(results, (SCHEMA_VERSION,))
     if problem is not None:
         return Verdict(accepted=False, reason=problem)
     try:

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from envgym.evaluation.tracks import check_training_seeds
 from envgym.trainers.common.generation import GenerationBackend, SamplingParams
 from envgym.trainers.common.tokenization import ChatTokenizer, EpisodeTokens
 from envgym.vector import TextVectorEnv
@@ -132,6 +133,8 @@ def collect_rollouts(
     Returns:
         The episodes, in env order, and where the time went.
     """
+    if seed is not None:  # never train on the seeds leaderboard tickets draw from
+        check_training_seeds(seed, envs.num_envs)
     times = RolloutTimes()
     t0 = time.perf_counter()
     observations, infos = envs.reset(seed=seed, options=options)

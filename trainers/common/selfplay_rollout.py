@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from envgym.evaluation.tracks import check_training_seeds
 from envgym.multiagent import MultiAgentTextEnv
 from envgym.trainers.common.generation import GenerationBackend, SamplingParams
 from envgym.trainers.common.rollout import RolloutTimes
@@ -100,6 +101,8 @@ def play_games(
             f"one seat map and one seed per game: got {len(games)} games, "
             f"{len(seats)} seat maps and {len(seeds)} seeds"
         )
+    for seed in seeds:  # never train on the seeds leaderboard tickets draw from
+        check_training_seeds(seed)
     times = RolloutTimes()
     t0 = time.perf_counter()
     episodes: list[dict[str, SeatEpisode]] = []

@@ -1,0 +1,186 @@
+"""The leaderboard server's edge: request and response models, authentication
+headers, bounded body reading, rate limits and the first check of an upload,
+before anything is stored (`envgym.leaderboard.app` builds the routes on them).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+from fastapi import Depends, HTTPException, Request
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+
+from envgym.evaluation.tracks import track_problem
+from envgym.leaderboard.page import settings_text
+
+__all__ = [
+    "RateLimiter",
+    "SessionDep",
+    "SubmissionCreated",
+    "SubmissionState",
+    "TicketIssued",
+    "TicketRequest",
+    "parse_upload",
+    "read_body",
+]
+
+
+class SubmissionCreated(BaseModel):
+    id: int
+    status: str
+    #: True when this file was submitted before: the answer is that submission
+    duplicate: bool = False
+
+
+class TicketRequest(BaseModel):
+    env_id: str
+    difficulty: str | None = None
+    episodes: int = 20
+
+
+class TicketIssued(BaseModel):
+    ticket: str
+    env_id: str
+    env_version: str
+    difficulty: str
+    seed: int
+    num_episodes: int
+    expires_at: str | None
+
+
+class SubmissionState(BaseModel):
+    id: int
+    status: str
+    reason: str | None
+    episode: int | None
+    checked_episodes: int | None
+    env_id: str
+    submitter: str
+    created_at: str | None
+    verified_at: str | None
+    entry: dict[str, Any] | None
+
+
+class RateLimiter:
+    """At most `limit` requests per `window_s` seconds for each key (a sliding window)."""
+
+    def __init__(self, limit: int, window_s: float = 60.0) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self._seen: dict[Any, deque[float]] = defaultdict(deque)
+        self._lock = threading.Lock()
+
+    def retry_after(self, key: Any, count: bool = True) -> float:
+        """0 if `key` may go now (and, with `count`, count it); else the seconds until it may."""
+        now = time.monotonic()
+        with self._lock:
+            seen = self._seen[key]
+            while seen and seen[0] <= now - self.window_s:
+                seen.popleft()
+            if len(seen) >= self.limit:
+                return seen[0] + self.window_s - now
+            if count:
+                seen.append(now)
+            if not seen:
+                del self._seen[key]  # no memory kept for keys with nothing counted
+            return 0.0
+
+
+def error(status: int, detail: str, headers: dict[str, str] | None = None) -> HTTPException:
+    return HTTPException(status_code=status, detail=detail, headers=headers)
+
+
+def bearer(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise error(
+            401,
+            "no token: send 'Authorization: Bearer TOKEN' (envgym submit --token TOKEN); "
+            "ask the leaderboard's operator for one",
+            {"WWW-Authenticate": "Bearer"},
+        )
+    return token.strip()
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refused with 413 as soon as it is known to pass `limit` bytes."""
+    too_big = error(
+        413,
+        f"the body is over the {limit} byte limit; submit fewer episodes per file",
+        {"Connection": "close"},
+    )
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise error(400, f"Content-Length {declared!r} is not a number")
+        if int(declared) > limit:
+            raise too_big  # before reading any of it
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():  # a chunked body announces no length; count it
+        size += len(chunk)
+        if size > limit:
+            raise too_big
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def header_fields(results: dict[str, Any]) -> dict[str, Any]:
+    """What a submission's header says, for display before and after verification.
+
+    Only types are checked here; the workers decide whether any of it is true.
+    """
+
+    def text(value: Any) -> str | None:
+        return value[:500] if isinstance(value, str) else None
+
+    agent = results.get("agent") if isinstance(results.get("agent"), dict) else {}
+    episodes = results.get("episodes")
+    kwargs = results.get("env_kwargs") if isinstance(results.get("env_kwargs"), dict) else {}
+    return {
+        "env_id": text(results.get("env_id")) or "?",
+        "env_version": text(results.get("env_version")),
+        "difficulty": text(results.get("difficulty")) or text(kwargs.get("difficulty")),
+        "agent": text(agent.get("name")),
+        "model": text(agent.get("model")),
+        "settings": settings_text(kwargs),
+        "num_episodes": len(episodes) if isinstance(episodes, list) else None,
+    }
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """The one database session dependency: a session for this request, closed after."""
+    with request.app.state.db.sessions() as session:
+        yield session
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def parse_upload(body: bytes) -> dict[str, Any]:
+    """The uploaded results file, or 400 saying what is wrong (runs off the event loop)."""
+    try:
+        results = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise error(400, f"the body is not JSON ({exc}); upload a results file") from None
+    if not isinstance(results, dict):
+        raise error(400, "the body is not a JSON object; upload a results file")
+    env_id = results.get("env_id")
+    try:
+        from envgym.registry import get_spec
+
+        get_spec(env_id if isinstance(env_id, str) else "?")
+    except KeyError:
+        raise error(400, f"env_id {env_id!r} is not an env of this leaderboard") from None
+    kwargs = results.get("env_kwargs")
+    problem = track_problem(kwargs if isinstance(kwargs, dict) else {})
+    if problem is not None:
+        raise error(400, f"not a track's run: {problem}")
+    return results
