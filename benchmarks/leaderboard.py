@@ -16,8 +16,16 @@ above), a hostile file (a Code-v0 run whose every reply is ``while True:
 pass``: each turn costs the sandbox's 10 s timeout, minutes a file; it must be
 refused within the budget) and a file over `MAX_TURNS_PER_FILE` (refused
 before any replay). The worker's start (an import of envgym) is paid before
-the timings. The hostile replay runs in the sandbox ``ENVGYM_SANDBOX`` names
-(default ``auto``); if none works here it is refused at once, for that reason.
+the timings.
+
+Pages: on the same kind of server, with the Sokoban oracle's file accepted,
+``--viewers`` threads each fetch the index, Sokoban's page and episode pages
+in turn; the latency of every request is recorded, first with the worker idle,
+then while the hostile file verifies (till its budget kills it), in the same
+run. The pages come from what the worker stored: no page view replays.
+
+The hostile replay runs in the sandbox ``ENVGYM_SANDBOX`` names (default
+``auto``); if none works here it is refused at once, for that reason.
 
     python benchmarks/leaderboard.py                 # 1,000 episodes per env
     python benchmarks/leaderboard.py --episodes 200  # quicker
@@ -188,6 +196,86 @@ def _print_budget(rows: list[dict[str, Any]], budget_s: float) -> None:
     )
 
 
+def _views(url: str, viewers: int, per_viewer: int, episodes: int) -> list[float]:
+    """Seconds of each of ``viewers x per_viewer`` page requests made at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    paths = ["/", "/envs/Sokoban-v0"] + [f"/submissions/1/episodes/{i}" for i in range(8)]
+
+    def viewer(k: int) -> list[float]:
+        times = []
+        with httpx.Client(base_url=url, timeout=120) as client:
+            for j in range(per_viewer):
+                path = paths[(k + j) % len(paths)]
+                start = time.perf_counter()
+                response = client.get(path)
+                times.append(time.perf_counter() - start)
+                if response.status_code != 200:
+                    raise SystemExit(f"GET {path}: HTTP {response.status_code}")
+        return times
+
+    with ThreadPoolExecutor(viewers) as pool:
+        return [t for part in pool.map(viewer, range(viewers)) for t in part]
+
+
+def _quantiles(times: list[float]) -> dict[str, float]:
+    ordered = sorted(times)
+    return {
+        "requests": len(ordered),
+        "p50_ms": 1000 * ordered[len(ordered) // 2],
+        "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
+    }
+
+
+def measure_pages(budget_s: float, episodes: int, viewers: int) -> dict[str, Any]:
+    """Page latency under `viewers` concurrent readers, idle and while a hostile file verifies."""
+    import threading
+
+    from envgym.leaderboard.app import LeaderboardServer
+    from envgym.leaderboard.db import Database
+    from envgym.leaderboard.tokens import create_token
+
+    honest = evaluate(ENVS[0], "oracle", episodes=episodes, seed=0)
+    hostile = _hostile_file(20)
+    with tempfile.TemporaryDirectory() as folder:
+        db = Database(f"sqlite:///{folder}/lb.db")
+        token = create_token(db, "benchmark")
+        with LeaderboardServer(db.url, workers=1, verify_budget_s=budget_s) as server:
+            status, _, _ = _upload_to_verdict(server.url, token, db, honest)
+            if status != "accepted":
+                raise SystemExit("the honest file was not accepted")
+            idle = _views(server.url, viewers, 40, episodes)
+            verdict: list[Any] = []
+            verifying = threading.Thread(
+                target=lambda: verdict.append(_upload_to_verdict(server.url, token, db, hostile))
+            )
+            verifying.start()
+            time.sleep(0.5)  # the worker has the hostile file
+            busy = _views(server.url, viewers, 40, episodes)
+            verifying.join()
+        db.close()
+    return {
+        "viewers": viewers,
+        "idle": _quantiles(idle),
+        "hostile_verifying": _quantiles(busy),
+        "hostile_verdict": verdict[0][0] if verdict else None,
+    }
+
+
+def _print_pages(pages: dict[str, Any]) -> None:
+    idle, busy = pages["idle"], pages["hostile_verifying"]
+    print(f"\npages, {pages['viewers']} concurrent viewers (index, env page, episodes)\n")
+    print(f"{'worker':28} {'requests':>9} {'p50':>9} {'p99':>9}")
+    for label, q in (("idle", idle), ("verifying the hostile file", busy)):
+        print(f"{label:28} {q['requests']:>9} {q['p50_ms']:>7.1f}ms {q['p99_ms']:>7.1f}ms")
+    print(
+        f"p99 while the hostile file verifies / idle: {busy['p99_ms'] / idle['p99_ms']:.2f}x "
+        f"(the hostile file ended {pages['hostile_verdict']})"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--episodes", type=int, default=1000, help="episodes per env")
@@ -195,15 +283,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--budget", type=float, default=10.0, help="seconds a submission may take (default: 10)"
     )
-    parser.add_argument("--only", choices=("replay", "budget"), help="run one of the two parts")
+    parser.add_argument(
+        "--only", choices=("replay", "budget", "pages"), help="run one of the three parts"
+    )
+    parser.add_argument("--viewers", type=int, default=16, help="concurrent page readers")
     args = parser.parse_args(argv)
     print(f"envgym {envgym.__version__}, Python {platform.python_version()}, {platform.machine()}")
     numbers: dict[str, Any] = {}
-    if args.only != "budget":
+    if args.only in (None, "replay"):
         numbers["replay"] = _replay_table(args.episodes)
-    if args.only != "replay":
+    if args.only in (None, "budget"):
         numbers["budget"] = measure_budget(args.budget, args.episodes)
         _print_budget(numbers["budget"], args.budget)
+    if args.only in (None, "pages"):
+        numbers["pages"] = measure_pages(args.budget, min(args.episodes, 200), args.viewers)
+        _print_pages(numbers["pages"])
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(numbers, fh, indent=2)

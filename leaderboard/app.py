@@ -31,6 +31,7 @@ background thread (tests, notebooks).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -44,10 +45,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, joinedload, undefer
+from sqlalchemy.orm import Session, joinedload
 
 from envgym.leaderboard.baselines import load_baseline_entries, load_baseline_results
-from envgym.leaderboard.db import Database, Submission, iso_utc
+from envgym.leaderboard.db import Database, EpisodeView, Submission, iso_utc
 from envgym.leaderboard.edge import (
     RateLimiter,
     SessionDep,
@@ -61,6 +62,7 @@ from envgym.leaderboard.edge import (
     parse_upload,
     read_body,
 )
+from envgym.leaderboard.models import Entry, UploadHeader
 from envgym.leaderboard.page import env_slug, render_env, render_index
 from envgym.leaderboard.tickets import (
     DEFAULT_TICKET_TTL_S,
@@ -70,7 +72,11 @@ from envgym.leaderboard.tickets import (
     ticket_counts,
 )
 from envgym.leaderboard.tokens import TokenCheck, check_token
-from envgym.leaderboard.trajectory import render_trajectory
+from envgym.leaderboard.trajectory import (
+    ReplayedObservations,
+    render_trajectory,
+    replay_observations,
+)
 from envgym.leaderboard.worker import DEFAULT_BUDGET_S, VerificationQueue
 from envgym.serving import AppServer, BackgroundServer, socket_url
 from envgym.sockets import listening_socket
@@ -187,6 +193,7 @@ def create_app(
                 wanted.difficulty,
                 wanted.episodes,
                 ticket_ttl_s,
+                wanted.settings,
             )
         except TicketError as exc:
             raise error(400, str(exc)) from None
@@ -196,15 +203,15 @@ def create_app(
     async def create_submission(request: Request) -> SubmissionCreated:
         who = await authenticate(request)
         body = await read_body(request, max_body_bytes)
-        results = await run_in_threadpool(parse_upload, body)
+        header = await run_in_threadpool(parse_upload, body)
         submitter_id = who.submitter_id
         assert submitter_id is not None
         try:
-            created = await run_in_threadpool(_store, db, submitter_id, body, results, quota_bytes)
+            created = await run_in_threadpool(_store, db, submitter_id, body, header, quota_bytes)
         except TicketError as exc:
             raise error(400, str(exc)) from None
         except IntegrityError:  # the same file, stored by a concurrent request
-            created = await run_in_threadpool(_store, db, submitter_id, body, results, quota_bytes)
+            created = await run_in_threadpool(_store, db, submitter_id, body, header, quota_bytes)
         if queue is not None and not created.duplicate:
             await run_in_threadpool(queue.submit, created.id, submitter_id, body.decode("utf-8"))
         return created
@@ -224,7 +231,7 @@ def create_app(
         return who.name == state.submitter
 
     @app.get("/api/results")
-    def results(session: SessionDep, env_id: str | None = None) -> list[dict[str, Any]]:
+    def results(session: SessionDep, env_id: str | None = None) -> list[Entry]:
         return _accepted_entries(session, env_id)
 
     _add_pages(app, include_baselines)
@@ -232,7 +239,7 @@ def create_app(
 
 
 def _store(
-    db: Database, submitter_id: int, body: bytes, results: dict[str, Any], quota_bytes: int
+    db: Database, submitter_id: int, body: bytes, header: UploadHeader, quota_bytes: int
 ) -> SubmissionCreated:
     digest = hashlib.sha256(body).hexdigest()
     with db.session() as session:
@@ -250,18 +257,15 @@ def _store(
                 f"this file would take you past your {quota_bytes} byte upload quota "
                 f"({used} used); ask the operator for more",
             )
-        ticket = claim_ticket(session, submitter_id, results)
-        seed = results.get("seed")
+        ticket = claim_ticket(session, submitter_id, header)
         submission = Submission(
             submitter_id=submitter_id,
             status="pending",
             results_json=body.decode("utf-8"),
             body_sha256=digest,
             body_bytes=len(body),
-            env_hash=str(results.get("env_hash"))[:80] if results.get("env_hash") else None,
-            seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
             ticket_id=None if ticket is None else ticket.id,
-            **header_fields(results),
+            **header_fields(header),
         )
         session.add(submission)
         session.flush()
@@ -284,13 +288,13 @@ def _submission_state(db: Database, submission_id: int) -> SubmissionState | Non
             checked_episodes=submission.checked_episodes,
             env_id=submission.env_id,
             submitter=submission.submitter.name,
-            created_at=entry["created_at"],
+            created_at=entry.created_at,
             verified_at=iso_utc(submission.verified_at),
             entry=entry if submission.status == "accepted" else None,
         )
 
 
-def _accepted_entries(session: Session, env_id: str | None = None) -> list[dict[str, Any]]:
+def _accepted_entries(session: Session, env_id: str | None = None) -> list[Entry]:
     query = (
         select(Submission)
         .where(Submission.status == "accepted")
@@ -303,7 +307,7 @@ def _accepted_entries(session: Session, env_id: str | None = None) -> list[dict[
 
 
 # ------------------------------------------------------------- the pages
-def _baselines() -> tuple[list[dict[str, Any]], Callable[[str], dict[str, Any] | None]]:
+def _baselines() -> tuple[list[Entry], Callable[[str], dict[str, Any] | None]]:
     return load_baseline_entries(), lambda entry_id: load_baseline_results().get(entry_id)
 
 
@@ -312,7 +316,7 @@ def _html(text: str) -> HTMLResponse:
 
 
 def _add_pages(app: FastAPI, include_baselines: bool) -> None:
-    def entries(session: Session) -> list[dict[str, Any]]:
+    def entries(session: Session) -> list[Entry]:
         baseline_entries = _baselines()[0] if include_baselines else []
         return baseline_entries + _accepted_entries(session)
 
@@ -328,7 +332,7 @@ def _add_pages(app: FastAPI, include_baselines: bool) -> None:
         order: Annotated[str, Query()] = "desc",
     ) -> HTMLResponse:
         every = entries(session)
-        slugs = {env_slug(i): i for i in sorted({str(e["env_id"]) for e in every})}
+        slugs = {env_slug(i): i for i in sorted({e.env_id for e in every})}
         if slug not in slugs:
             raise error(404, f"no entries for env {slug!r}; see / for the envs with entries")
         return _html(render_env(slugs[slug], every, sort, order))
@@ -339,41 +343,59 @@ def _add_pages(app: FastAPI, include_baselines: bool) -> None:
 
     @app.get("/submissions/{entry_id}/episodes/{index}", response_class=HTMLResponse)
     def trajectory(entry_id: str, index: int, session: SessionDep) -> HTMLResponse:
-        results, meta = _entry_results(session, entry_id, include_baselines)
-        episodes = results.get("episodes")
-        if not isinstance(episodes, list) or not 0 <= index < len(episodes):
-            count = len(episodes) if isinstance(episodes, list) else 0
-            raise error(404, f"entry {entry_id} has {count} episodes; pick 0 to {count - 1}")
+        episode, meta, count, seen = _episode(session, entry_id, index, include_baselines)
         return _html(
             render_trajectory(
-                meta,
-                episodes[index],
-                index,
-                entry_id=entry_id,
-                episode_count=len(episodes),
-                # Replaying runs the submitted env_kwargs; only verified files are safe to.
-                replay=meta.get("status") in ("accepted", "baseline"),
+                meta, episode, index, entry_id=entry_id, episode_count=count, seen=seen
             )
         )
 
 
-def _entry_results(
-    session: Session, entry_id: str, include_baselines: bool
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(results file, meta) of a stored submission or a committed baseline."""
+def _episode(
+    session: Session, entry_id: str, index: int, include_baselines: bool
+) -> tuple[dict[str, Any], dict[str, Any], int, ReplayedObservations]:
+    """(episode, meta, episode count, what the agent saw) of an accepted submission
+    (from the view its verification worker stored: nothing is replayed or parsed
+    here but one bounded row) or of a committed baseline (replayed, once: envgym's
+    own files)."""
     if entry_id.isdigit():
-        submission = session.get(
-            Submission, int(entry_id), options=[undefer(Submission.results_json)]
-        )
+        submission = session.get(Submission, int(entry_id))
         # Pending and rejected files are never shown: a forgery's "success" is not news.
         if submission is not None and submission.status == "accepted":
-            results = json.loads(submission.results_json)
-            return results, {**_results_header(results), **submission.entry()}
+            count = submission.num_episodes or 0
+            if not 0 <= index < count:
+                raise error(404, f"entry {entry_id} has {count} episodes; pick 0 to {count - 1}")
+            view = session.scalar(
+                select(EpisodeView.data).where(
+                    EpisodeView.submission_id == submission.id, EpisodeView.episode == index
+                )
+            )
+            if view is None:
+                note = "this episode's page was not stored (the entry's size bound)"
+                return {}, submission.entry().model_dump(), count, ReplayedObservations(note=note)
+            stored = json.loads(view)
+            return (
+                stored["episode"],
+                submission.entry().model_dump(),
+                count,
+                ReplayedObservations.from_view(stored),
+            )
     elif include_baselines:
         results = _baselines()[1](entry_id)
         if results is not None:
-            return results, {**_results_header(results), "status": "baseline", "id": entry_id}
+            episodes = results["episodes"]
+            if not 0 <= index < len(episodes):
+                count = len(episodes)
+                raise error(404, f"entry {entry_id} has {count} episodes; pick 0 to {count - 1}")
+            meta = {**_results_header(results), "status": "baseline", "id": entry_id}
+            return episodes[index], meta, len(episodes), _baseline_view(entry_id, index)
     raise error(404, f"no entry {entry_id!r}; open one from the leaderboard's tables")
+
+
+@functools.lru_cache(maxsize=512)
+def _baseline_view(entry_id: str, index: int) -> ReplayedObservations:
+    results = load_baseline_results()[entry_id]
+    return replay_observations(results, results["episodes"][index])
 
 
 def _results_header(results: dict[str, Any]) -> dict[str, Any]:

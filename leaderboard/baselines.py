@@ -33,6 +33,7 @@ from rich.progress import (
 )
 
 from envgym.evaluation import evaluate, write_results
+from envgym.leaderboard.models import Entry
 from envgym.leaderboard.page import settings_text
 from envgym.registry import list_envs, missing_data
 
@@ -151,34 +152,30 @@ def _pair(value: Any) -> list[float] | None:
     return None
 
 
-def entry_from_results(results: dict[str, Any], entry_id: str, **extra: Any) -> dict[str, Any]:
-    """A leaderboard entry (the dict the pages render) for one results file."""
+def entry_from_results(results: dict[str, Any], entry_id: str, **extra: Any) -> Entry:
+    """A leaderboard entry for one results file (`extra` sets more of its fields)."""
     summary = results["summary"]
     agent = results.get("agent") or {}
     difficulty = results.get("difficulty") or (results.get("env_kwargs") or {}).get("difficulty")
-    entry = {
+    fields = {
         "id": entry_id,
         "env_id": results["env_id"],
         "difficulty": difficulty,
         "agent": str(agent.get("name", "?")),
         "model": agent.get("model"),
         "settings": settings_text(results.get("env_kwargs")),
-        "submitter": None,
         "env_version": results.get("env_version"),
         "env_hash": results.get("env_hash"),
         "seed": results.get("seed"),
-        "ticketed": False,
         "episodes": int(summary["episodes"]),
         "success_rate": float(summary["success_rate"]),
         "success_ci95": _pair(summary.get("success_ci95")),
         "mean_return": float(summary["mean_return"]),
         "ci95": _pair(summary.get("ci95")),
         "created_at": results.get("created_at"),
-        "verified": False,
         "status": "accepted",
     }
-    entry.update(extra)
-    return entry
+    return Entry(**{**fields, **extra})
 
 
 def load_baseline_results(directory: str | Path = BASELINES_DIR) -> dict[str, dict[str, Any]]:
@@ -199,7 +196,7 @@ def _read_results(path: str, _mtime_ns: int, _size: int) -> dict[str, Any]:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-def load_baseline_entries(directory: str | Path = BASELINES_DIR) -> list[dict[str, Any]]:
+def load_baseline_entries(directory: str | Path = BASELINES_DIR) -> list[Entry]:
     """The committed baseline files as leaderboard entries, ids as in `load_baseline_results`.
 
     Entries carry ``"status": "baseline"`` and ``"submitter": "envgym baselines"``;

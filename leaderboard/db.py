@@ -42,11 +42,14 @@ from sqlalchemy.orm import (
     sessionmaker,
 )
 
+from envgym.leaderboard.models import Entry
+
 __all__ = [
     "Base",
     "Database",
     "DatabaseError",
     "Status",
+    "EpisodeView",
     "Submission",
     "Submitter",
     "Ticket",
@@ -99,6 +102,8 @@ class Ticket(Base):
     env_id: Mapped[str] = mapped_column(String(200))
     env_version: Mapped[str] = mapped_column(String(200))
     difficulty: Mapped[str] = mapped_column(String(100))
+    #: the track settings besides the difficulty (a game's seat); None: none
+    settings: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     seed: Mapped[int] = mapped_column(BigInteger)
     num_episodes: Mapped[int] = mapped_column(Integer)
     issued_at: Mapped[_dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -151,30 +156,44 @@ class Submission(Base):
 
     submitter: Mapped[Submitter] = relationship(back_populates="submissions")
 
-    def entry(self) -> dict[str, Any]:
-        """This submission as a leaderboard entry (the dict `envgym.leaderboard.page` shows)."""
-        return {
-            "id": self.id,
-            "env_id": self.env_id,
-            "difficulty": self.difficulty,
-            "agent": self.agent,
-            "model": self.model,
-            "settings": self.settings,
-            "submitter": self.submitter.name,
-            "env_version": self.env_version,
-            "env_hash": self.env_hash,
-            "seed": self.seed,
-            "ticketed": self.ticket_id is not None,
-            "replies_label": self.replies_label,
-            "episodes": self.num_episodes,
-            "success_rate": self.success_rate,
-            "success_ci95": self.success_ci95,
-            "mean_return": self.mean_return,
-            "ci95": self.ci95,
-            "created_at": iso_utc(self.created_at),
-            "verified": self.status == "accepted",
-            "status": self.status,
-        }
+    def entry(self) -> Entry:
+        """This submission as a leaderboard entry (what the pages and the API show)."""
+        return Entry(
+            id=self.id,
+            env_id=self.env_id,
+            difficulty=self.difficulty,
+            agent=self.agent,
+            model=self.model,
+            settings=self.settings,
+            submitter=self.submitter.name,
+            env_version=self.env_version,
+            env_hash=self.env_hash,
+            seed=self.seed,
+            ticketed=self.ticket_id is not None,
+            replies_label=self.replies_label,
+            episodes=self.num_episodes,
+            success_rate=self.success_rate,
+            success_ci95=self.success_ci95,
+            mean_return=self.mean_return,
+            ci95=self.ci95,
+            created_at=iso_utc(self.created_at),
+            verified=self.status == "accepted",
+            status=self.status,
+        )
+
+
+class EpisodeView(Base):
+    """What the agent saw in one episode of an accepted submission, replayed once
+    by its verification worker and bounded (`envgym.leaderboard.views`): the
+    trajectory page is made from it, so the web process never steps an env."""
+
+    __tablename__ = "episode_views"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), index=True)
+    episode: Mapped[int] = mapped_column(Integer)
+    #: JSON: observations, rewards, system_prompt, note
+    data: Mapped[str] = mapped_column(Text)
 
 
 def iso_utc(moment: _dt.datetime | None) -> str | None:

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from envgym.evaluation.tracks import track_problem
+from envgym.leaderboard.models import Entry, UploadHeader
 from envgym.leaderboard.page import settings_text
 
 __all__ = [
@@ -42,6 +43,8 @@ class TicketRequest(BaseModel):
     env_id: str
     difficulty: str | None = None
     episodes: int = 20
+    #: track settings besides the difficulty, e.g. {"seat": 1} for a game's second seat
+    settings: dict[str, Any] = {}
 
 
 class TicketIssued(BaseModel):
@@ -49,6 +52,7 @@ class TicketIssued(BaseModel):
     env_id: str
     env_version: str
     difficulty: str
+    settings: dict[str, Any]
     seed: int
     num_episodes: int
     expires_at: str | None
@@ -64,7 +68,7 @@ class SubmissionState(BaseModel):
     submitter: str
     created_at: str | None
     verified_at: str | None
-    entry: dict[str, Any] | None
+    entry: Entry | None
 
 
 class RateLimiter:
@@ -132,26 +136,19 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def header_fields(results: dict[str, Any]) -> dict[str, Any]:
-    """What a submission's header says, for display before and after verification.
-
-    Only types are checked here; the workers decide whether any of it is true.
-    """
-
-    def text(value: Any) -> str | None:
-        return value[:500] if isinstance(value, str) else None
-
-    agent = results.get("agent") if isinstance(results.get("agent"), dict) else {}
-    episodes = results.get("episodes")
-    kwargs = results.get("env_kwargs") if isinstance(results.get("env_kwargs"), dict) else {}
+def header_fields(header: UploadHeader) -> dict[str, Any]:
+    """The `Submission` columns an upload's header fills, shown before and after
+    verification (the workers decide whether any of it is true)."""
     return {
-        "env_id": text(results.get("env_id")) or "?",
-        "env_version": text(results.get("env_version")),
-        "difficulty": text(results.get("difficulty")) or text(kwargs.get("difficulty")),
-        "agent": text(agent.get("name")),
-        "model": text(agent.get("model")),
-        "settings": settings_text(kwargs),
-        "num_episodes": len(episodes) if isinstance(episodes, list) else None,
+        "env_id": header.env_id[:200],
+        "env_version": header.env_version,
+        "env_hash": header.env_hash[:80] if header.env_hash else None,
+        "difficulty": header.level,
+        "agent": header.agent.name,
+        "model": header.agent.model,
+        "settings": settings_text(header.env_kwargs),
+        "num_episodes": header.episode_count,
+        "seed": header.seed,
     }
 
 
@@ -164,8 +161,10 @@ def get_session(request: Request) -> Iterator[Session]:
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
-def parse_upload(body: bytes) -> dict[str, Any]:
-    """The uploaded results file, or 400 saying what is wrong (runs off the event loop)."""
+def parse_upload(body: bytes) -> UploadHeader:
+    """The header of an uploaded results file, or 400 saying what is wrong: not
+    JSON, not an object, an env this leaderboard does not have, or not a
+    track's run (runs off the event loop)."""
     try:
         results = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -179,8 +178,12 @@ def parse_upload(body: bytes) -> dict[str, Any]:
         get_spec(env_id if isinstance(env_id, str) else "?")
     except KeyError:
         raise error(400, f"env_id {env_id!r} is not an env of this leaderboard") from None
-    kwargs = results.get("env_kwargs")
-    problem = track_problem(kwargs if isinstance(kwargs, dict) else {})
+    header = UploadHeader.read(results)
+    kwargs = results.get("env_kwargs", {})
+    if isinstance(kwargs, dict):
+        problem = track_problem(kwargs)
+    else:
+        problem = "env_kwargs is not an object"
     if problem is not None:
         raise error(400, f"not a track's run: {problem}")
-    return results
+    return header

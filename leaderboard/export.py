@@ -23,6 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from envgym.leaderboard.models import Entry, as_entry
 from envgym.leaderboard.page import ORDERS, SORTS, SiteLinks, env_slug, render_env, render_index
 from envgym.leaderboard.trajectory import render_trajectory
 
@@ -70,7 +71,7 @@ def _write(path: Path, text: str, written: list[Path]) -> None:
 
 
 def export_site(
-    entries: Sequence[Mapping[str, Any]],
+    entries: Sequence[Entry | Mapping[str, Any]],
     out_dir: str | Path,
     results_by_id: Mapping[str, Mapping[str, Any]],
     *,
@@ -80,23 +81,24 @@ def export_site(
 ) -> list[Path]:
     """Write the site for `entries` under `out_dir` and return the files written.
 
-    `results_by_id` maps ``str(entry["id"])`` to that entry's results file; an
+    `results_by_id` maps ``str(entry.id)`` to that entry's results file; an
     entry without one gets no trajectory pages. Trajectories are episode 0 of
     each entry, or every episode with `all_episodes`; `replay` replays them to
     show observations (see `envgym.leaderboard.trajectory`).
     """
     out = Path(out_dir)
+    entries = [as_entry(e) for e in entries]
     written: list[Path] = []
     _write(out / "index.html", render_index(entries, links=StaticLinks(0)), written)
     env_links = StaticLinks(1)
-    for env_id in sorted({str(e.get("env_id")) for e in entries}):
+    for env_id in sorted({str(e.env_id) for e in entries}):
         for sort in SORTS:
             for order in ORDERS:
                 page = render_env(env_id, entries, sort, order, links=env_links)
                 _write(out / "env" / _env_file(env_id, sort, order), page, written)
     jobs = []
     for entry in entries:
-        results = results_by_id.get(str(entry.get("id")))
+        results = results_by_id.get(str(entry.id))
         if results is None:
             continue
         episodes = list(results.get("episodes") or [])
@@ -109,19 +111,19 @@ def export_site(
             results,
             results["episodes"][index],
             index,
-            entry_id=str(entry.get("id")),
+            entry_id=str(entry.id),
             episode_count=shown,
             replay=replay,
             links=trajectory_links,
         )
-        folder = out / "episodes" / static_name(entry.get("id"))
+        folder = out / "episodes" / static_name(entry.id)
         _write(folder / f"{index}.html", page, written)
         if progress is not None and task is not None:
             progress.advance(task)
     return written
 
 
-def _database_entries(url: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+def _database_entries(url: str) -> tuple[list[Entry], dict[str, dict[str, Any]]]:
     # Imported here: the database layer needs SQLAlchemy (the leaderboard extra),
     # which an export of the baselines does not.
     from sqlalchemy import select

@@ -31,8 +31,9 @@ from typing import Any
 from urllib.parse import quote
 
 from envgym.evaluation.tracks import MIN_RANKED_EPISODES
+from envgym.leaderboard.models import Entry, as_entry
 from envgym.leaderboard.plots import PlotPoint, interval_plot
-from envgym.leaderboard.ranking import Identity, installed_identity, rank_entries
+from envgym.leaderboard.ranking import Identity, installed_identity, rank_entries, track_label
 from envgym.leaderboard.style import CSS as _CSS
 
 __all__ = [
@@ -83,19 +84,19 @@ def env_slug(env_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "_"
 
 
-def agent_label(entry: Mapping[str, Any]) -> str:
+def agent_label(entry: Entry) -> str:
     """``oracle``, or ``openai (gpt-4o)`` when the entry names a model, followed by the
     env arguments the run set besides the difficulty (``[slippery=True]``), so rows
     made with other settings are never read as the standard ones."""
-    agent = str(entry.get("agent") or "?")
-    model = entry.get("model")
+    agent = entry.agent or "?"
+    model = entry.model
     label = f"{agent} ({model})" if model else agent
-    settings = entry.get("settings")
+    settings = entry.settings
     return f"{label} [{settings}]" if settings else label
 
 
-def _settings(entry: Mapping[str, Any]) -> str:
-    settings = entry.get("settings")
+def _settings(entry: Entry) -> str:
+    settings = entry.settings
     return f' <span class="settings muted">[{escape(str(settings))}]</span>' if settings else ""
 
 
@@ -155,26 +156,24 @@ def _difficulty_order(env_id: str) -> dict[str, int]:
         return {}
 
 
-def _sort_key(sort: str, entry: Mapping[str, Any], levels: Mapping[str, int]) -> tuple:
-    success = _number(entry.get("success_rate"))
-    ret = _number(entry.get("mean_return"))
+def _sort_key(sort: str, entry: Entry, levels: Mapping[str, int]) -> tuple:
+    success = _number(entry.success_rate)
+    ret = _number(entry.mean_return)
     success = success if math.isfinite(success) else -math.inf
     ret = ret if math.isfinite(ret) else -math.inf
     if sort == "rank":
-        difficulty = str(entry.get("difficulty"))
-        rank = entry.get("rank")
+        difficulty = str(entry.difficulty)
+        rank = entry.rank
         # Reversed by "desc": the best rank of the first level comes first.
         return (-levels.get(difficulty, len(levels)), difficulty, -(rank or math.inf), success)
     if sort == "return":
         return (ret, success)
     if sort == "date":
-        return (str(entry.get("created_at") or ""),)
+        return (str(entry.created_at or ""),)
     return (success, ret)
 
 
-def sort_entries(
-    entries: Sequence[Mapping[str, Any]], sort: str = "rank", order: str = "desc"
-) -> list[Mapping[str, Any]]:
+def sort_entries(entries: Sequence[Entry], sort: str = "rank", order: str = "desc") -> list[Entry]:
     """`entries` ordered by `sort` (``rank``, ``success``, ``return`` or ``date``) in
     `order`; ``rank`` needs the ``rank`` that `rank_entries` adds.
 
@@ -182,24 +181,24 @@ def sort_entries(
     order (by id), so a page reads the same on every load.
     """
     sort = sort if sort in SORTS else "rank"
-    levels = _difficulty_order(str(entries[0].get("env_id"))) if entries else {}
-    by_id = sorted(entries, key=lambda e: str(e.get("id")))
+    levels = _difficulty_order(entries[0].env_id) if entries else {}
+    by_id = sorted(entries, key=lambda e: str(e.id))
     return sorted(by_id, key=lambda e: _sort_key(sort, e, levels), reverse=order != "asc")
 
 
-def _verified_cell(entry: Mapping[str, Any]) -> str:
-    if entry.get("verified"):
+def _verified_cell(entry: Entry) -> str:
+    if entry.verified:
         return '<span class="badge verified">verified</span>'
-    if entry.get("status") == "baseline":
+    if entry.status == "baseline":
         return (
             '<span class="badge baseline" title="made by envgym\'s baseline script, '
             'not by a submission the server replayed">baseline</span>'
         )
-    return f'<span class="muted">{escape(str(entry.get("status") or "no"))}</span>'
+    return f'<span class="muted">{escape(str(entry.status or "no"))}</span>'
 
 
-def _date(entry: Mapping[str, Any]) -> str:
-    stamp = str(entry.get("created_at") or "")
+def _date(entry: Entry) -> str:
+    stamp = str(entry.created_at or "")
     if not stamp:
         return '<span class="muted">-</span>'
     return f'<time datetime="{escape(stamp)}">{escape(stamp[:10])}</time>'
@@ -222,36 +221,36 @@ def _header(label: str, sort: str | None, current: str, order: str, env_id: str,
     )
 
 
-def _seeds(entry: Mapping[str, Any]) -> str:
-    seed, episodes = entry.get("seed"), entry.get("episodes")
+def _seeds(entry: Entry) -> str:
+    seed, episodes = entry.seed, entry.episodes
     if not isinstance(seed, int) or not isinstance(episodes, int) or episodes < 1:
         return '<span class="muted">-</span>'
-    where = "ticket" if entry.get("ticketed") else "own"
+    where = "ticket" if entry.ticketed else "own"
     return (
         f'<span class="seeds" title="{where} seeds">{seed}..{seed + episodes - 1}</span>'
         f' <span class="ci">{where}</span>'
     )
 
 
-def _return_cell(entry: Mapping[str, Any]) -> str:
+def _return_cell(entry: Entry) -> str:
     # One episode has no interval: none is shown rather than a zero-width one.
-    episodes = entry.get("episodes")
-    interval = entry.get("ci95") if isinstance(episodes, int) and episodes >= 2 else None
-    return f"{_num(entry.get('mean_return'))} {_interval(interval, _num)}"
+    episodes = entry.episodes
+    interval = entry.ci95 if isinstance(episodes, int) and episodes >= 2 else None
+    return f"{_num(entry.mean_return)} {_interval(interval, _num)}"
 
 
-def _agent_cell(entry: Mapping[str, Any]) -> str:
-    label = entry.get("replies_label")
+def _agent_cell(entry: Entry) -> str:
+    label = entry.replies_label
     claimed = (
         f' <span class="badge replies" title="verification found these replies">'
         f"{escape(str(label))}</span>"
         if label
         else ""
     )
-    return f"{escape(str(entry.get('agent') or '?'))}{_settings(entry)}{claimed}"
+    return f"{escape(str(entry.agent or '?'))}{_settings(entry)}{claimed}"
 
 
-def _table(env_id: str, entries: Sequence[Mapping[str, Any]], sort: str, order: str,
+def _table(env_id: str, entries: Sequence[Entry], sort: str, order: str,
            links: SiteLinks, *, table_id: str, caption: str, why: bool = False) -> str:  # fmt: skip
     heads = [
         ("#", "rank"), ("agent (as claimed)", None), ("model (as claimed)", None),
@@ -264,23 +263,23 @@ def _table(env_id: str, entries: Sequence[Mapping[str, Any]], sort: str, order: 
     head = "".join(_header(label, key, sort, order, env_id, links) for label, key in heads)
     rows = []
     for entry in entries:
-        entry_id = str(entry.get("id"))
-        model = entry.get("model")
-        rank = entry.get("rank")
-        reason = f'<td class="why">{escape(str(entry.get("unranked") or ""))}</td>' if why else ""
+        entry_id = str(entry.id)
+        model = entry.model
+        rank = entry.rank
+        reason = f'<td class="why">{escape(str(entry.unranked or ""))}</td>' if why else ""
         rows.append(
             f'<tr class="entry" data-entry-id="{escape(entry_id)}" '
-            f'data-success="{_number(entry.get("success_rate"))!r}" '
-            f'data-return="{_number(entry.get("mean_return"))!r}">'
+            f'data-success="{_number(entry.success_rate)!r}" '
+            f'data-return="{_number(entry.mean_return)!r}">'
             f'<td class="num rank">{rank if rank else "-"}</td>'
             f'<td class="agent">{_agent_cell(entry)}</td>'
             f'<td class="model">{escape(str(model)) if model else "-"}</td>'
-            f'<td class="submitter">{escape(str(entry.get("submitter") or "-"))}</td>'
-            f"<td>{escape(str(entry.get('difficulty') or '-'))}</td>"
-            f'<td class="num success">{_pct(entry.get("success_rate"))} '
-            f"{_interval(entry.get('success_ci95'), _pct)}</td>"
+            f'<td class="submitter">{escape(str(entry.submitter or "-"))}</td>'
+            f"<td>{escape(str(entry.difficulty or '-'))}</td>"
+            f'<td class="num success">{_pct(entry.success_rate)} '
+            f"{_interval(entry.success_ci95, _pct)}</td>"
             f'<td class="num return">{_return_cell(entry)}</td>'
-            f'<td class="num">{escape(str(entry.get("episodes", "-")))}</td>'
+            f'<td class="num">{"-" if entry.episodes is None else entry.episodes}</td>'
             f"<td>{_seeds(entry)}</td>"
             f"<td>{_date(entry)}</td><td>{_verified_cell(entry)}</td>"
             f'<td><a class="trajectory" href="{escape(links.trajectory(entry_id, 0))}">'
@@ -295,29 +294,27 @@ def _table(env_id: str, entries: Sequence[Mapping[str, Any]], sort: str, order: 
     )
 
 
-def _plot_label(entry: Mapping[str, Any]) -> str:
-    difficulty = entry.get("difficulty")
+def _plot_label(entry: Entry) -> str:
+    difficulty = entry.difficulty
     return f"{agent_label(entry)} {difficulty}" if difficulty else agent_label(entry)
 
 
-def _points(entries: Sequence[Mapping[str, Any]], value: str, interval: str) -> list[PlotPoint]:
+def _points(entries: Sequence[Entry], value: str, interval: str) -> list[PlotPoint]:
     points = []
     for entry in entries:
-        pair = entry.get(interval)
+        pair = getattr(entry, interval)
         low, high = (None, None)
         if isinstance(pair, list | tuple) and len(pair) == 2:
             low, high = _number(pair[0]), _number(pair[1])
         points.append(
-            PlotPoint(
-                str(entry.get("id")), _plot_label(entry), _number(entry.get(value)), low, high
-            )
+            PlotPoint(str(entry.id), _plot_label(entry), _number(getattr(entry, value)), low, high)
         )
     return points
 
 
 def render_env(
     env_id: str,
-    entries: Sequence[Mapping[str, Any]],
+    entries: Sequence[Entry | Mapping[str, Any]],
     sort: str = "rank",
     order: str = "desc",
     *,
@@ -334,7 +331,9 @@ def render_env(
     links = links or SiteLinks()
     sort = sort if sort in SORTS else "rank"
     order = order if order in ORDERS else "desc"
-    ranked, unranked = rank_entries([e for e in entries if e.get("env_id") == env_id], identity)
+    ranked, unranked = rank_entries(
+        [e for e in map(as_entry, entries) if e.env_id == env_id], identity
+    )
     mine = sort_entries(ranked, sort, order)
     others = sort_entries(unranked, "date", "desc")
     slug = env_slug(env_id)
@@ -400,18 +399,19 @@ def _submitters(rows: Sequence[tuple[str, int, int]]) -> str:
 
 
 def _best(
-    ranked: Sequence[Mapping[str, Any]],
-) -> dict[tuple[str, str, str], Mapping[str, Any]]:
-    """Each agent's best ranked entry per track (env id, difficulty)."""
-    best: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    ranked: Sequence[Entry],
+) -> dict[tuple[str, str, str], Entry]:
+    """Each agent's (name and model) best ranked entry per track (env id, level
+    and track settings)."""
+    best: dict[tuple[str, str, str], Entry] = {}
     for entry in ranked:  # in rank order
-        key = (str(entry.get("env_id")), str(entry.get("difficulty")), agent_label(entry))
-        best.setdefault(key, entry)
+        agent = agent_label(entry.model_copy(update={"settings": None}))
+        best.setdefault((str(entry.env_id), track_label(entry), agent), entry)
     return best
 
 
 def render_index(
-    entries: Sequence[Mapping[str, Any]],
+    entries: Sequence[Entry | Mapping[str, Any]],
     *,
     links: SiteLinks | None = None,
     identity: Identity = installed_identity,
@@ -425,41 +425,42 @@ def render_index(
     ``table#submitters``: a submitter who takes many tickets and submits few
     is keeping the best of several runs, and shows."""
     links = links or SiteLinks()
+    entries = [as_entry(e) for e in entries]
     ranked, _ = rank_entries(entries, identity)
     best = _best(ranked)
     tracks: list[tuple[str, str]] = []
-    for env_id in sorted({str(e.get("env_id")) for e in entries}):
+    for env_id in sorted({str(e.env_id) for e in entries}):
         levels = _difficulty_order(env_id)
-        found = {str(e.get("difficulty")) for e in entries if e.get("env_id") == env_id}
-        tracks += [(env_id, d) for d in sorted(found, key=lambda d: (levels.get(d, 99), d))]
+        mine = [e for e in entries if e.env_id == env_id]
+        found = {(levels.get(str(e.difficulty), 99), track_label(e)) for e in mine}
+        tracks += [(env_id, label) for _, label in sorted(found)]
     # Agents that do best overall come first, so strong agents lead the columns.
     agents = sorted(
         {label for *_, label in best},
-        key=lambda a: (-sum(_number(best[k].get("success_rate")) for k in best if k[2] == a), a),
+        key=lambda a: (-sum(_number(best[k].success_rate) for k in best if k[2] == a), a),
     )
     head = "".join(f'<th class="num agent">{escape(a)}</th>' for a in agents)
     rows = []
     for env_id, difficulty in tracks:
         cells = []
         for agent in agents:
-            entry = best.get((env_id, difficulty, agent))
+            entry = best.get((env_id, difficulty, agent))  # type: ignore[assignment]
             if entry is None:
                 cells.append('<td class="num muted">-</td>')
                 continue
-            pair = entry.get("success_ci95")
+            pair = entry.success_ci95
             low = pair[0] if isinstance(pair, list | tuple) and len(pair) == 2 else None
             title = (
                 f"best ranked run of {agent} on {env_id} {difficulty}: "
-                f"{entry.get('episodes', '?')} episodes, lower bound {_pct(low)}"
+                f"{entry.episodes if entry.episodes is not None else '?'} episodes, "
+                f"lower bound {_pct(low)}"
             )
             cells.append(
                 f'<td class="num cell" title="{escape(title)}">'
-                f"{_pct(entry.get('success_rate'))} "
+                f"{_pct(entry.success_rate)} "
                 f'<span class="ci">&ge;{escape(_pct(low))}</span></td>'
             )
-        count = sum(
-            1 for e in entries if e.get("env_id") == env_id and e.get("difficulty") == difficulty
-        )
+        count = sum(1 for e in entries if e.env_id == env_id and track_label(e) == difficulty)
         rows.append(
             f'<tr class="env" data-env="{escape(env_id)}" data-difficulty="{escape(difficulty)}">'
             f'<th><a class="env-link" href="{escape(links.env(env_id))}">{escape(env_id)}</a> '

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from envgym.evaluation.tracks import MIN_RANKED_EPISODES
+from envgym.evaluation.tracks import MIN_RANKED_EPISODES, TRACK_SETTINGS
+from envgym.leaderboard.models import Entry, as_entry
 
 __all__ = [
     "Identity",
@@ -42,13 +44,13 @@ def installed_identity(env_id: str) -> tuple[str, str] | None:
         return None
 
 
-def is_current(entry: Mapping[str, Any], identity: Identity = installed_identity) -> bool:
+def is_current(entry: Entry, identity: Identity = installed_identity) -> bool:
     """Whether `entry` ran on the installed version and code of its env. Baselines
     are made from the installed code (the tests hold them to it)."""
-    if entry.get("status") == "baseline":
+    if entry.status == "baseline":
         return True
-    installed = identity(str(entry.get("env_id")))
-    return installed is not None and installed == (entry.get("env_version"), entry.get("env_hash"))
+    installed = identity(str(entry.env_id))
+    return installed is not None and installed == (entry.env_version, entry.env_hash)
 
 
 def _bound(pair: Any) -> float:
@@ -61,44 +63,53 @@ def _bound(pair: Any) -> float:
     return -math.inf
 
 
-def unranked_reason(
-    entry: Mapping[str, Any], identity: Identity = installed_identity
-) -> str | None:
+def unranked_reason(entry: Entry, identity: Identity = installed_identity) -> str | None:
     """Why `entry` does not rank on its track, or None when it ranks."""
-    baseline = entry.get("status") == "baseline"
-    if not baseline and not entry.get("verified"):
+    baseline = entry.status == "baseline"
+    if not baseline and not entry.verified:
         return "not verified"
-    if entry.get("settings"):
+    names = re.findall(r"(?:^|, )(\w+)=", str(entry.settings or ""))
+    if any(name not in TRACK_SETTINGS for name in names):
         return "custom settings"
     if not is_current(entry, identity):
         return "previous version"
-    if not baseline and not entry.get("ticketed"):
+    if not baseline and not entry.ticketed:
         return "own seeds (no ticket)"
-    episodes = entry.get("episodes")
+    episodes = entry.episodes
     if not isinstance(episodes, int) or episodes < MIN_RANKED_EPISODES:
         return f"provisional: {episodes} episodes, ranking needs {MIN_RANKED_EPISODES}"
     return None
 
 
-def rank_key(entry: Mapping[str, Any]) -> tuple[float, float, str]:
+def track_label(entry: Entry) -> str:
+    """The entry's level and track settings: ``hard``, or ``hard [seat=1]``."""
+    settings = entry.settings
+    level = str(entry.difficulty)
+    return f"{level} [{settings}]" if settings else level
+
+
+def rank_key(entry: Entry) -> tuple[float, float, str]:
     """Lower bounds of success and return, highest first; then by id for a fixed order."""
-    return (-_bound(entry.get("success_ci95")), -_bound(entry.get("ci95")), str(entry.get("id")))
+    return (-_bound(entry.success_ci95), -_bound(entry.ci95), str(entry.id))
 
 
 def rank_entries(
-    entries: Sequence[Mapping[str, Any]], identity: Identity = installed_identity
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(ranked, unranked): copies of `entries` with ``rank`` (1, 2, ... per track:
-    env id and difficulty) or ``unranked`` (the reason) added, ranked ones in rank
-    order."""
-    ranked: list[dict[str, Any]] = []
-    unranked: list[dict[str, Any]] = []
-    for entry in entries:
+    entries: Sequence[Entry | Mapping[str, Any]], identity: Identity = installed_identity
+) -> tuple[list[Entry], list[Entry]]:
+    """(ranked, unranked): copies of `entries` (as `Entry`) with ``rank`` (1, 2,
+    ... per track: env id and `track_label`) or ``unranked`` (the reason) set,
+    ranked ones in rank order."""
+    ranked: list[Entry] = []
+    unranked: list[Entry] = []
+    for given in entries:
+        entry = as_entry(given)
         reason = unranked_reason(entry, identity)
-        (unranked if reason else ranked).append({**entry, "unranked": reason, "rank": None})
+        update = {"unranked": reason, "rank": None}
+        (unranked if reason else ranked).append(entry.model_copy(update=update))
     ranked.sort(key=rank_key)
     places: dict[tuple[str, str], int] = {}
-    for entry in ranked:
-        track = (str(entry.get("env_id")), str(entry.get("difficulty")))
-        places[track] = entry["rank"] = places.get(track, 0) + 1
+    for i, entry in enumerate(ranked):
+        track = (entry.env_id, track_label(entry))
+        places[track] = places.get(track, 0) + 1
+        ranked[i] = entry.model_copy(update={"rank": places[track]})
     return ranked, unranked

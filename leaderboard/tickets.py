@@ -15,14 +15,20 @@ from __future__ import annotations
 
 import datetime as _dt
 import secrets
-from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from envgym.evaluation.tracks import MAX_TICKET_EPISODES, MIN_RANKED_EPISODES, TEST_SEEDS
+from envgym.evaluation.tracks import (
+    MAX_TICKET_EPISODES,
+    MIN_RANKED_EPISODES,
+    TEST_SEEDS,
+    TRACK_SETTINGS,
+    track_problem,
+)
 from envgym.leaderboard.db import Database, Submitter, Ticket, iso_utc, utcnow
+from envgym.leaderboard.models import UploadHeader
 
 __all__ = [
     "DEFAULT_TICKET_TTL_S",
@@ -40,9 +46,10 @@ class TicketError(ValueError):
     """A ticket cannot be issued or used as asked; the message says why."""
 
 
-def _track(env_id: Any, difficulty: Any) -> tuple[str, str, str]:
+def _track(env_id: Any, difficulty: Any, settings: Any) -> tuple[str, str, str]:
     """(env id, installed version, difficulty), or `TicketError` naming what is wrong."""
     from envgym.evaluation.identity import env_version
+    from envgym.evaluation.verify import scoring_kwargs
     from envgym.registry import get_spec
 
     if not isinstance(env_id, str):
@@ -57,6 +64,17 @@ def _track(env_id: Any, difficulty: Any) -> tuple[str, str, str]:
         raise TicketError(
             f"difficulty {difficulty!r}: {env_id} has the levels {', '.join(spec.difficulties)}"
         )
+    if not isinstance(settings, dict):
+        raise TicketError('settings must be an object such as {"seat": 1}')
+    problem = track_problem(settings)
+    if problem is None and "difficulty" in settings:
+        problem = "the difficulty goes in difficulty, not in settings"
+    if problem is None:
+        unknown = sorted(set(settings) - set(scoring_kwargs(env_id)))
+        if unknown:
+            problem = f"{env_id} takes no {', '.join(unknown)} (tracks differ by {TRACK_SETTINGS})"
+    if problem is not None:
+        raise TicketError(f"settings: {problem}")
     return env_id, env_version(env_id), difficulty
 
 
@@ -67,9 +85,12 @@ def issue_ticket(
     difficulty: Any = None,
     episodes: Any = MIN_RANKED_EPISODES,
     ttl_s: float = DEFAULT_TICKET_TTL_S,
+    settings: Any = None,
 ) -> dict[str, Any]:
-    """A new ticket for `submitter_id` on a track, as the JSON the client keeps."""
-    env_id, version, difficulty = _track(env_id, difficulty)
+    """A new ticket for `submitter_id` on a track (`settings`: its track settings,
+    such as a game's seat), as the JSON the client keeps."""
+    settings = {} if settings is None else settings
+    env_id, version, difficulty = _track(env_id, difficulty, settings)
     if (
         isinstance(episodes, bool)
         or not isinstance(episodes, int)
@@ -85,6 +106,7 @@ def issue_ticket(
         env_id=env_id,
         env_version=version,
         difficulty=difficulty,
+        settings=dict(settings) or None,
         # The whole run's seeds stay inside the kept range.
         seed=TEST_SEEDS[0] + secrets.randbelow(len(TEST_SEEDS) - episodes),
         num_episodes=episodes,
@@ -97,6 +119,7 @@ def issue_ticket(
         "env_id": env_id,
         "env_version": version,
         "difficulty": difficulty,
+        "settings": dict(settings),
         "seed": ticket.seed,
         "num_episodes": episodes,
         "expires_at": iso_utc(ticket.expires_at),
@@ -110,15 +133,14 @@ def _expired(ticket: Ticket) -> bool:
     return expires <= utcnow()
 
 
-def claim_ticket(session: Session, submitter_id: int, results: Mapping[str, Any]) -> Ticket | None:
-    """The ticket `results` names, checked and locked for this upload (the caller
-    sets its ``submission_id`` in the same transaction); None when the file
-    names none (a run on its own seeds, stored but never ranked)."""
-    code = results.get("ticket")
-    if code is None:
+def claim_ticket(session: Session, submitter_id: int, header: UploadHeader) -> Ticket | None:
+    """The ticket an upload's `header` names, checked and locked for this upload
+    (the caller sets its ``submission_id`` in the same transaction); None when
+    the file names none (a run on its own seeds, stored but never ranked)."""
+    if header.ticket is None:
         return None
-    query = select(Ticket).where(Ticket.code == str(code)).with_for_update()
-    ticket = session.scalar(query) if isinstance(code, str) else None
+    query = select(Ticket).where(Ticket.code == header.ticket).with_for_update()
+    ticket = session.scalar(query)
     if ticket is None or ticket.submitter_id != submitter_id:
         raise TicketError(
             "ticket: no such ticket of yours; get one with envgym leaderboard ticket "
@@ -138,10 +160,16 @@ def claim_ticket(session: Session, submitter_id: int, results: Mapping[str, Any]
         "seed": ticket.seed,
         "num_episodes": ticket.num_episodes,
     }
+    settings = {k: v for k, v in header.env_kwargs.items() if k != "difficulty"}
+    if settings != (ticket.settings or {}):
+        raise TicketError(
+            f"env_kwargs set {settings} but the ticket is for {ticket.settings or {}}; run "
+            "envgym eval --ticket with the ticket's file, unchanged"
+        )
     for key, value in wanted.items():
-        if results.get(key) != value:
+        if getattr(header, key) != value:
             raise TicketError(
-                f"{key} is {results.get(key)!r} but the ticket is for {value!r}; run "
+                f"{key} is {getattr(header, key)!r} but the ticket is for {value!r}; run "
                 "envgym eval --ticket with the ticket's file, unchanged"
             )
     return ticket

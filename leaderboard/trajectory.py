@@ -1,9 +1,14 @@
 """The trajectory viewer: one recorded episode, turn by turn, as an HTML page.
 
 A results file keeps each episode's seed, replies and rewards but not what the
-agent saw; the env is deterministic given both, so the page replays the
-episode in the installed env (reset with the seed, step the replies) to show
-each observation beside the reply that answered it and the reward it got.
+agent saw; the env is deterministic given both, so the episode is replayed in
+the installed env (reset with the seed, step the replies) to show each
+observation beside the reply that answered it and the reward it got. The
+server never replays in its web process: a verification worker stores each
+accepted episode's observations (`envgym.leaderboard.views`) and the page is
+made from them (``seen=``); the static export and the committed baselines
+replay here. Observations and replies are cut on the page, so its size is
+bounded whatever the file holds.
 Replay happens only for env kwargs a scored run may use (the registry's
 ``scoring_kwargs`` and ``difficulty``): never a backend, a URL or a path from a
 submitted file. Where it cannot replay, the page shows replies and rewards
@@ -20,12 +25,14 @@ from typing import Any
 
 from envgym.evaluation import make_text_env
 from envgym.evaluation.verify import scoring_kwargs
-from envgym.leaderboard.page import SiteLinks, agent_label, env_slug, render_page
+from envgym.leaderboard.page import SiteLinks, env_slug, render_page
 
-__all__ = ["ReplayedObservations", "render_trajectory", "replay_observations"]
+__all__ = ["ReplayedObservations", "cut_text", "render_trajectory", "replay_observations"]
 
-#: Observations longer than this are cut on the page (a shop page can be long).
+#: Observations and replies longer than this are cut on the page (a shop page can be long).
 _MAX_OBSERVATION_CHARS = 20_000
+#: Past this many characters of turns, a page shows no more turns.
+MAX_PAGE_CHARS = 1_000_000
 
 
 @dataclass
@@ -37,6 +44,18 @@ class ReplayedObservations:
     system_prompt: str | None = None
     #: why the replay did not run or stopped early; None when it ran to the end
     note: str | None = None
+
+    @classmethod
+    def from_view(cls, view: Mapping[str, Any]) -> ReplayedObservations:
+        """A view stored by a verification worker (`envgym.leaderboard.views`).
+        An observation it did not store (its size bound) shows as missing."""
+        observations = [o if isinstance(o, str) else None for o in view.get("observations", [])]
+        return cls(
+            observations=observations,  # type: ignore[arg-type]
+            rewards=[float(r) for r in view.get("rewards", [])],
+            system_prompt=view.get("system_prompt"),
+            note=view.get("note"),
+        )
 
 
 def _kwargs_problem(env_id: str, env_kwargs: Mapping[str, Any]) -> str | None:
@@ -94,7 +113,8 @@ def replay_observations(
     return out
 
 
-def _cut(text: str) -> str:
+def cut_text(text: str) -> str:
+    """`text`, cut to the length a page shows (with how much was left out)."""
     if len(text) <= _MAX_OBSERVATION_CHARS:
         return text
     return (
@@ -113,7 +133,7 @@ def _reward(value: Any) -> str:
 def _turn(number: int, observation: str | None, reply: str, reward: Any,
           replayed: float | None) -> str:  # fmt: skip
     seen = (
-        f'<pre class="observation">{escape(_cut(observation))}</pre>'
+        f'<pre class="observation">{escape(cut_text(observation))}</pre>'
         if observation is not None
         else '<p class="muted observation-missing">(observation not replayed)</p>'
     )
@@ -123,7 +143,7 @@ def _turn(number: int, observation: str | None, reply: str, reward: Any,
     return (
         f'<section class="turn" id="turn-{number}"><h3>Turn {number}</h3>'
         f"<div><strong>observation</strong>{seen}</div>"
-        f'<div><strong>reply</strong><pre class="reply">{escape(reply)}</pre></div>'
+        f'<div><strong>reply</strong><pre class="reply">{escape(cut_text(reply))}</pre></div>'
         f'<div>reward <span class="reward">{escape(_reward(reward))}</span>{differs}</div>'
         "</section>"
     )
@@ -133,9 +153,10 @@ def _meta_list(meta: Mapping[str, Any], episode: Mapping[str, Any], index: int) 
     # A results file's header has {"name", "model"}; a server entry has both as strings.
     agent = meta.get("agent")
     if isinstance(agent, Mapping):
-        label = agent_label({"agent": agent.get("name"), "model": agent.get("model")})
+        name, model = agent.get("name"), agent.get("model")
     else:
-        label = agent_label({"agent": agent, "model": meta.get("model")})
+        name, model = agent, meta.get("model")
+    label = f"{name or '?'} ({model})" if model else str(name or "?")
     difficulty = meta.get("difficulty") or (meta.get("env_kwargs") or {}).get("difficulty")
     rows = [
         ("env", meta.get("env_id")),
@@ -184,30 +205,45 @@ def render_trajectory(
     episode_count: int | None = None,
     replay: bool = True,
     links: SiteLinks | None = None,
+    seen: ReplayedObservations | None = None,
 ) -> str:
     """Episode `index` of a results file (`meta` its header, or the whole file)
     turn by turn: ``section.turn`` each with the replayed ``pre.observation``,
     the ``pre.reply`` and the recorded ``.reward``, then the final observation.
 
     With `entry_id` the page links to the previous and next episode
-    (`episode_count` bounds them). `replay=False` shows replies and rewards only.
+    (`episode_count` bounds them). `seen`: the observations already replayed
+    (a stored view), so nothing is replayed here; else `replay=False` shows
+    replies and rewards only.
     """
     links = links or SiteLinks()
     env_id = str(meta.get("env_id", "?"))
     actions = [str(a) for a in episode.get("actions") or []]
     rewards = list(episode.get("rewards") or [])
-    seen = replay_observations(meta, episode) if replay else ReplayedObservations(note=None)
-    turns = []
+    if seen is None:
+        seen = replay_observations(meta, episode) if replay else ReplayedObservations(note=None)
+    else:
+        replay = True
+    turns: list[str] = []
+    size = 0
     for i, reply in enumerate(actions):
+        if size > MAX_PAGE_CHARS:
+            turns.append(
+                f'<p class="note">{len(actions) - i} more turns are not shown: the page holds '
+                f"at most {MAX_PAGE_CHARS} characters.</p>"
+            )
+            break
         observation = seen.observations[i] if i < len(seen.observations) else None
         replayed = seen.rewards[i] if i < len(seen.rewards) else None
         turns.append(_turn(i + 1, observation, reply, rewards[i] if i < len(rewards) else None,
                            replayed))  # fmt: skip
+        size += len(turns[-1])
     final = ""
-    if replay and len(seen.observations) == len(actions) + 1:
+    last = seen.observations[-1] if seen.observations else None
+    if replay and len(seen.observations) == len(actions) + 1 and last is not None:
         final = (
             '<section class="turn final" id="turn-final"><h3>After the last reply</h3>'
-            f'<pre class="observation">{escape(_cut(seen.observations[-1]))}</pre></section>'
+            f'<pre class="observation">{escape(cut_text(last))}</pre></section>'
         )
     note = f'<p class="note">{escape(seen.note)}</p>' if seen.note else ""
     if not replay:

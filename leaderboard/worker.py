@@ -44,7 +44,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from envgym.leaderboard.db import Database, Submission, utcnow
+from envgym.leaderboard.db import Database, EpisodeView, Submission, utcnow
 
 __all__ = ["DEFAULT_BUDGET_S", "Outcome", "QueueStats", "VerificationQueue", "verify_text"]
 
@@ -68,6 +68,10 @@ class Outcome:
     checked_episodes: int
     #: recomputed from the replayed episodes; only for accepted submissions
     summary: dict[str, Any] | None = None
+    #: each episode's stored view (JSON) for its page, None past the bound; accepted only
+    views: tuple[str | None, ...] = ()
+    #: "the env's oracle" / "the random agent" when the replies are theirs
+    replies_label: str | None = None
 
 
 def verify_text(text: str) -> Outcome:
@@ -79,11 +83,19 @@ def verify_text(text: str) -> Outcome:
     # Imported here: it pulls in every env, which only the workers need.
     from envgym.evaluation.summary import summarize
     from envgym.evaluation.verify import verify_submission
+    from envgym.leaderboard.views import episode_views, replies_label
 
     verdict = verify_submission(results)
-    summary = summarize(results["episodes"]) if verdict.accepted else None
+    if not verdict.accepted:
+        return Outcome(False, verdict.reason, verdict.episode, verdict.checked_episodes)
     return Outcome(
-        verdict.accepted, verdict.reason, verdict.episode, verdict.checked_episodes, summary
+        True,
+        None,
+        None,
+        verdict.checked_episodes,
+        summarize(results["episodes"]),
+        tuple(episode_views(results)),
+        replies_label(results),
     )
 
 
@@ -459,6 +471,12 @@ def _write_outcome(db: Database, submission_id: int, outcome: Outcome) -> None:
         submission.episode = outcome.episode
         submission.checked_episodes = outcome.checked_episodes
         submission.verified_at = utcnow()
+        if not outcome.accepted:
+            submission.results_json = ""  # a rejected file keeps its header and reason only
+        submission.replies_label = outcome.replies_label
+        for index, view in enumerate(outcome.views):
+            if view is not None:
+                session.add(EpisodeView(submission_id=submission_id, episode=index, data=view))
         if outcome.summary is not None:
             summary = outcome.summary
             submission.num_episodes = int(summary["episodes"])

@@ -6,14 +6,11 @@ Real worker processes and a real database: SQLite, and PostgreSQL when
 ``ENVGYM_TEST_POSTGRES_URL`` is set (skipped otherwise, unless
 ``ENVGYM_REQUIRE_POSTGRES=1``, which makes that a failure).
 
-The queue is driven directly (as the server drives it), so the slow file can
-take a real slow path that needs no sandbox: a cheap honest Shop run whose
-env_kwargs then name the largest catalogue (a million products, whose search
-index takes minutes to build). Every check before the replay passes, so the
-worker spends its budget building the index. (The server now refuses such
-settings at upload, as not a track's run; the worker must hold without that:
-a Code-v0 track run whose replies loop until the sandbox's timeout is as slow,
-see benchmarks/leaderboard.py.)
+The queue is driven directly (as the server drives it). The slow file is a
+track's run (it would pass the server's upload check too): a Code-v0 episode
+whose every reply runs ``while True: pass``, so each turn's replay costs the
+sandbox's whole timeout (10 s) and the file minutes. It needs a sandbox
+(docker or bwrap, as CI provides).
 """
 
 from __future__ import annotations
@@ -33,18 +30,20 @@ import pytest
 
 pytest.importorskip("sqlalchemy")
 
+from sandbox_backends import require_backend  # noqa: E402
 from sqlalchemy import delete, select  # noqa: E402
 from test_leaderboard_server import ENV_ID, new_token  # noqa: E402
 from test_verify_results import forge  # noqa: E402
 
 import envgym.leaderboard  # noqa: E402
-from envgym.envs.shop.catalogue import MAX_PRODUCTS, MIN_PRODUCTS  # noqa: E402
-from envgym.evaluation import evaluate, verify_submission  # noqa: E402
+from envgym.evaluation import evaluate, summarize, verify_submission  # noqa: E402
 from envgym.evaluation.verify import MAX_TURNS_PER_FILE  # noqa: E402
 from envgym.leaderboard.db import Database, Submission, Submitter  # noqa: E402
 from envgym.leaderboard.worker import VerificationQueue  # noqa: E402
+from envgym.sandbox import _bwrap_ready, _docker_ready  # noqa: E402
 
-SHOP = "envgym/Shop-v0"
+CODE = "envgym/Code-v0"
+LOOP = "<python>\nwhile True:\n    pass\n</python>"
 #: The budget the tests give one submission, in seconds.
 BUDGET_S = 2.0
 #: How far past the budget a killed verification may end: a generous bound that
@@ -90,15 +89,24 @@ def honest() -> str:
 
 
 @pytest.fixture(scope="module")
-def shop_run() -> dict[str, Any]:
-    """One honest Shop episode on the smallest catalogue."""
-    return evaluate(SHOP, "random", episodes=1, seed=0, env_kwargs={"num_products": MIN_PRODUCTS})
+def loop_run() -> dict[str, Any]:
+    """One Code-v0 episode whose replies all loop forever (the figures agree with
+    them: only replaying it finds out how long it takes)."""
+    if _docker_ready() and _bwrap_ready():
+        require_backend("docker")  # skips, or fails where CI requires sandboxes
+    results = evaluate(CODE, "random", episodes=1, seed=0)
+    for episode in results["episodes"]:
+        turns = episode["turns"]
+        episode.update(actions=[LOOP] * turns, rewards=[0.0] * turns, success=False)
+        episode.update(terminated=True, truncated=False, **{"return": 0.0})
+    results["summary"] = summarize(results["episodes"])
+    return results
 
 
-def slow_file(shop_run: dict[str, Any], catalogue_seed: int) -> str:
-    """`shop_run` claiming the largest catalogue (a fresh one per seed: nothing cached)."""
-    slow = copy.deepcopy(shop_run)
-    slow["env_kwargs"] = {"num_products": MAX_PRODUCTS, "catalogue_seed": catalogue_seed}
+def slow_file(loop_run: dict[str, Any], tag: int) -> str:
+    """`loop_run` as a file of its own (`tag` names its claimed model)."""
+    slow = copy.deepcopy(loop_run)
+    slow["agent"]["model"] = f"slow-{tag}"
     return json.dumps(slow)
 
 
@@ -170,12 +178,12 @@ def verification_queue(db: Database, budget_s: float = BUDGET_S) -> Iterator[Ver
 
 
 def test_a_file_too_slow_to_verify_is_killed_at_the_budget_and_the_worker_replaced(
-    db: Database, honest: str, shop_run: dict, caplog: pytest.LogCaptureFixture
+    db: Database, honest: str, loop_run: dict, caplog: pytest.LogCaptureFixture
 ) -> None:
     who = new_submitter(db)
     caplog.set_level(logging.WARNING, logger="envgym.leaderboard")
     with verification_queue(db) as queue:
-        slow_id = upload(queue, who, slow_file(shop_run, catalogue_seed=101))
+        slow_id = upload(queue, who, slow_file(loop_run, tag=101))
         slow_pid = worker_pid(queue, slow_id)
         started = time.monotonic()
         slow = verdict(db, slow_id)
@@ -226,11 +234,11 @@ def test_the_turn_cap_leaves_every_committed_baseline_a_wide_margin() -> None:
 
 
 def test_one_submitters_slow_files_do_not_hold_up_another_submitter(
-    db: Database, honest: str, shop_run: dict
+    db: Database, honest: str, loop_run: dict
 ) -> None:
     hostile, patient = new_submitter(db), new_submitter(db)
     with verification_queue(db) as queue:
-        slow_ids = [upload(queue, hostile, slow_file(shop_run, 200 + i)) for i in range(3)]
+        slow_ids = [upload(queue, hostile, slow_file(loop_run, 200 + i)) for i in range(3)]
         honest_id = upload(queue, patient, honest)
         accepted = verdict(db, honest_id, timeout_s=60)
         assert accepted.status == "accepted", accepted.reason
@@ -248,12 +256,12 @@ def test_one_submitters_slow_files_do_not_hold_up_another_submitter(
 
 
 def test_a_worker_killed_from_outside_is_replaced_and_the_file_retried_once(
-    db: Database, honest: str, shop_run: dict
+    db: Database, honest: str, loop_run: dict
 ) -> None:
     who = new_submitter(db)
     with verification_queue(db, budget_s=4.0) as queue:
         # Killed once: retried on a fresh worker, where it runs into the budget.
-        once = upload(queue, who, slow_file(shop_run, catalogue_seed=301))
+        once = upload(queue, who, slow_file(loop_run, tag=301))
         first = worker_pid(queue, once)
         os.kill(first, signal.SIGKILL)
         worker_pid(queue, once, not_pid=first)  # retried
@@ -261,7 +269,7 @@ def test_a_worker_killed_from_outside_is_replaced_and_the_file_retried_once(
         assert retried.status == "rejected" and retried.reason.startswith("too slow to verify")
 
         # Killed twice: rejected with what happened, not retried forever.
-        twice = upload(queue, who, slow_file(shop_run, catalogue_seed=302))
+        twice = upload(queue, who, slow_file(loop_run, tag=302))
         first = worker_pid(queue, twice)
         os.kill(first, signal.SIGKILL)
         os.kill(worker_pid(queue, twice, not_pid=first), signal.SIGKILL)

@@ -284,8 +284,8 @@ def test_a_trajectory_with_arguments_a_scored_run_may_not_set_is_not_replayed(
 
 def test_export_writes_a_site_whose_links_all_lead_to_its_files(tmp_path: Path) -> None:
     results = load_baseline_results()
-    entries = [e for e in load_baseline_entries() if e["env_id"] == "envgym/GuessNumber-v0"]
-    entries += [e for e in load_baseline_entries() if e["id"] == "Sokoban-v0_easy_oracle"]
+    entries = [e for e in load_baseline_entries() if e.env_id == "envgym/GuessNumber-v0"]
+    entries += [e for e in load_baseline_entries() if e.id == "Sokoban-v0_easy_oracle"]
     written = export_site(entries, tmp_path, results)
     assert set(written) == {p for p in tmp_path.rglob("*.html")}
     assert (tmp_path / "index.html").is_file()
@@ -313,9 +313,9 @@ def test_the_committed_baselines_cover_every_env_and_difficulty() -> None:
                 assert baseline_file_name(spec.id, difficulty, agent) in names
     entries = load_baseline_entries()
     assert len(entries) == len(names)
-    assert all(e["status"] == "baseline" and e["verified"] is False for e in entries)
-    oracle = next(e for e in entries if e["id"] == "Sokoban-v0_hard_oracle")
-    assert oracle["success_rate"] == 1.0 and oracle["agent"] == "oracle"
+    assert all(e.status == "baseline" and e.verified is False for e in entries)
+    oracle = next(e for e in entries if e.id == "Sokoban-v0_hard_oracle")
+    assert oracle.success_rate == 1.0 and oracle.agent == "oracle"
 
 
 @pytest.mark.parametrize(
@@ -336,8 +336,8 @@ def test_make_baselines_writes_one_file_per_difficulty_and_agent(tmp_path: Path)
         for a in ("random", "oracle")
     )
     entries = load_baseline_entries(tmp_path)
-    assert {e["difficulty"] for e in entries} == {"easy", "medium", "hard"}
-    assert all(e["episodes"] == 2 for e in entries)
+    assert {e.difficulty for e in entries} == {"easy", "medium", "hard"}
+    assert all(e.episodes == 2 for e in entries)
     results = load_baseline_results(tmp_path)["GuessNumber-v0_hard_oracle"]
     assert [ep["seed"] for ep in results["episodes"]] == [5, 6]
 
@@ -463,3 +463,20 @@ def test_the_table_names_the_submitter_and_the_seeds() -> None:
     assert f"{2**40 + 7}..{2**40 + 26}" in text
     baselines = render_env("envgym/Sokoban-v0", load_baseline_entries())
     assert "0..19" in "".join(_parse(baselines).text)  # baselines show their seeds
+
+
+def test_a_trajectory_page_is_bounded_whatever_the_replies() -> None:
+    """100 replies of 100,000 characters: the page shows each cut and stops
+    adding turns past its size bound, instead of growing to 10 MB."""
+    meta = {"env_id": "envgym/GuessNumber-v0", "env_kwargs": {"difficulty": "easy"}}
+    episode = {
+        "seed": 0,
+        "actions": ["<" * 100_000] * 100,
+        "rewards": [0.0] * 100,
+        "return": 0.0,
+        "success": False,
+        "turns": 100,
+    }
+    page = render_trajectory(meta, episode, 0, replay=False)
+    assert len(page) < 1_500_000
+    assert "more turns are not shown" in page and "more chars" in page

@@ -11,6 +11,7 @@ rejected files, guessed tokens and an upload quota.
 from __future__ import annotations
 
 import datetime as _dt
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -171,3 +172,65 @@ def test_trainers_refuse_the_seeds_kept_for_tickets() -> None:
     check_training_seeds(0, 10_000)
     with pytest.raises(ValueError, match="kept for leaderboard tests"):
         check_training_seeds(TEST_SEEDS[0] - 5, 10)
+
+
+def test_pages_never_step_an_env_and_name_oracle_replies(
+    server: Any, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's pages come from what its workers stored: with every way of
+    making an env broken in the web process, an accepted entry's trajectory
+    still shows what the agent saw. The oracle's replies claimed as "gpt-5"
+    are labelled as the oracle's; a rejected file's body is not kept."""
+    import envgym.leaderboard.trajectory as trajectory
+
+    _, token = new_token(db, "claims")
+    oracle = evaluate(ENV_ID, "oracle", episodes=3, seed=11, env_kwargs={"difficulty": "easy"})
+    oracle["agent"] = {"name": "my-agent", "model": "gpt-5"}
+    accepted_id = post(server.url, token, oracle).json()["id"]
+    assert final_state(server.url, accepted_id, token)["status"] == "accepted"
+
+    def no_env(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("the web process made an env")
+
+    monkeypatch.setattr(trajectory, "make_text_env", no_env)
+    page = httpx.get(f"{server.url}/submissions/{accepted_id}/episodes/1", timeout=30)
+    assert page.status_code == 200
+    assert 'class="observation"' in page.text and "made an env" not in page.text
+    assert html.escape(oracle["episodes"][1]["actions"][0]) in page.text
+    assert entries(server.url)[accepted_id]["replies_label"] == "the env's oracle"
+    env_page = httpx.get(f"{server.url}/envs/GuessNumber-v0", timeout=30).text
+    assert html.escape("the env's oracle") in env_page
+
+    forged = unique(oracle)
+    forged["episodes"][0]["rewards"][0] += 1.0
+    forged["episodes"][0]["return"] += 1.0
+    rejected_id = post(server.url, token, forged).json()["id"]
+    assert final_state(server.url, rejected_id, token)["status"] == "rejected"
+    from envgym.leaderboard.db import Submission
+
+    with db.sessions() as session:
+        assert session.get(Submission, rejected_id).results_json == ""
+
+
+def test_a_games_second_seat_is_a_track_of_its_own(
+    server: Any, db: Database, tmp_path: Path, capsys: Any
+) -> None:
+    """A ticket may name a game's seat (playing second is another task, so
+    another track); no other setting rides on a ticket."""
+    game = "envgym/TicTacToe-v0"
+    _, token = new_token(db, "seat")
+    board = ["--server", server.url, "--token", token]
+    ticket_file, out = tmp_path / "seat.json", tmp_path / "seat-run.json"
+    assert main(["leaderboard", "ticket", game, "--difficulty", "easy", "--kwarg", "seat=1",
+                 *board, "--out", str(ticket_file)]) == 0  # fmt: skip
+    assert json.loads(ticket_file.read_text())["settings"] == {"seat": 1}
+    assert main(["eval", game, "--ticket", str(ticket_file), "--out", str(out)]) == 0
+    results = json.loads(out.read_text())
+    assert results["env_kwargs"] == {"difficulty": "easy", "seat": 1}
+    assert main(["submit", str(out), *board]) == 0
+    capsys.readouterr()
+    page = httpx.get(f"{server.url}/envs/TicTacToe-v0", timeout=30).text
+    ranked = page.partition('<table id="unranked-')[0]
+    assert "[seat=1]" in ranked
+    refused = ticket(server.url, token, env_id=game, settings={"opponent": "random"})
+    assert refused.status_code == 400 and "opponent" in refused.json()["detail"]

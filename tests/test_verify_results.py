@@ -79,15 +79,61 @@ def test_a_file_from_evaluate_is_accepted_after_a_round_trip(name, request, tmp_
     assert pickle.loads(pickle.dumps(verdict)) == verdict
 
 
-def test_frozenlake_with_allowed_settings_is_accepted():
-    results = evaluate(
-        "envgym/FrozenLake-v0",
-        "oracle",
-        episodes=2,
-        seed=3,
-        env_kwargs={"difficulty": "medium", "slippery": True, "max_actions_per_turn": 2},
-    )
-    assert verify_submission(results).accepted
+@pytest.mark.parametrize(
+    ("env_id", "trivial"),
+    [
+        ("envgym/FrozenLake-v0", {"difficulty": "hard", "size": 2, "hole_fraction": 0.0}),
+        ("envgym/FrozenLake-v0", {"difficulty": "medium", "slippery": True}),
+        ("envgym/Household-v0", {"difficulty": "hard", "max_turns": 100_000}),
+        ("envgym/TicTacToe-v0", {"difficulty": "hard", "opponent": "random"}),
+        ("envgym/Search-v0", {"difficulty": "hard", "hops": 1, "num_docs": 200}),
+    ],
+)
+def test_settings_that_change_the_task_keep_a_run_off_its_track(env_id, trivial):
+    """The settings that made a level trivial and kept its name: the verifier and
+    the board's upload check refuse each, both saying the track fixes them."""
+    from fastapi import HTTPException
+
+    from envgym.leaderboard.edge import parse_upload
+
+    results = evaluate(env_id, "random", episodes=1, seed=3, env_kwargs=trivial)
+    verdict = verify_submission(results)
+    assert not verdict.accepted and "a ranked run sets only the difficulty" in verdict.reason
+    with pytest.raises(HTTPException) as refused:
+        parse_upload(json.dumps(results).encode())
+    assert refused.value.status_code == 400
+    assert "a ranked run sets only the difficulty" in refused.value.detail
+
+
+def test_the_board_and_the_verifier_agree_on_every_level_of_every_env():
+    """Both ways: a run that sets only a difficulty (and a game's seat) passes
+    the board's upload check for every level of every env (the committed
+    baselines pass the verifier: tests/test_leaderboard_page.py), and every
+    other argument the allow-list names is refused by both."""
+    from fastapi import HTTPException
+
+    from envgym.evaluation.tracks import TRACK_SETTINGS
+    from envgym.leaderboard.edge import parse_upload
+    from envgym.registry import list_envs
+
+    base = evaluate(GUESS, "random", episodes=1, seed=0)
+    for spec in list_envs():
+        for level in spec.difficulties:
+            header = {**base, "env_id": spec.id, "env_kwargs": {"difficulty": level}}
+            assert parse_upload(json.dumps(header).encode()).env_id == spec.id
+        for name in scoring_kwargs(spec.id):
+            header = {**base, "env_id": spec.id, "env_kwargs": {name: 1}}
+            if name == "difficulty":
+                continue
+            if name in TRACK_SETTINGS:  # a game's seat: a track of its own, on both sides
+                assert parse_upload(json.dumps(header).encode()).env_kwargs == {name: 1}
+                verdict = verify_submission(as_env(base, spec.id, **{name: 1}))
+                assert f"sets {name};" not in str(verdict.reason)
+                continue
+            with pytest.raises(HTTPException):
+                parse_upload(json.dumps(header).encode())
+            verdict = verify_submission(as_env(base, spec.id, **{name: 1}))
+            assert not verdict.accepted and f"sets {name};" in verdict.reason, verdict
 
 
 def test_usage_and_model_are_allowed(guess):

@@ -70,6 +70,14 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    value = non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
 def add_env_options(parser: argparse.ArgumentParser) -> None:
     """``--difficulty`` and ``--kwarg``, read back by `env_kwargs`."""
     parser.add_argument(

@@ -206,6 +206,7 @@ def _apply_ticket(args: argparse.Namespace) -> str | None:
             ticket = json.load(f)
         code, env_id, level = ticket["ticket"], ticket["env_id"], ticket["difficulty"]
         first, count = int(ticket["seed"]), int(ticket["num_episodes"])
+        settings = dict(ticket.get("settings") or {})
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UserError(
             f"--ticket {args.ticket}: not a ticket file ({exc}); write one with "
@@ -214,7 +215,7 @@ def _apply_ticket(args: argparse.Namespace) -> str | None:
     asked = [resolve_env_id(text) for text in args.env_ids]
     clashes = [
         (asked != [env_id], f"env {' '.join(asked)} (the ticket is for {env_id})"),
-        (bool(args.kwarg), "--kwarg (a ticket's run keeps the level's own settings)"),
+        (bool(args.kwarg), "--kwarg (a ticket's run has the track's settings)"),
         (args.all_difficulties, "--all-difficulties"),
         (args.difficulty not in (None, [level]), f"--difficulty (the ticket's is {level})"),
         (args.seed not in (None, first), f"--seed (the ticket's is {first})"),
@@ -224,6 +225,7 @@ def _apply_ticket(args: argparse.Namespace) -> str | None:
         if clash:
             raise UserError(f"--ticket fixes the run; drop {what}")
     args.difficulty, args.seed, args.episodes = [level], first, count
+    args.kwarg = list(settings.items())
     return str(code)
 
 

@@ -27,7 +27,15 @@ import sys
 import time
 from typing import Any
 
-from envgym.cli.arguments import EXIT_FAILED, EXIT_OK, UserError, non_negative_float, port
+from envgym.cli.arguments import (
+    EXIT_FAILED,
+    EXIT_OK,
+    UserError,
+    non_negative_float,
+    parse_kwarg,
+    port,
+    positive_float,
+)
 
 DEFAULT_DB = "leaderboard.db"
 TOKEN_ENV = "ENVGYM_LEADERBOARD_TOKEN"
@@ -68,7 +76,29 @@ def add_commands(sub: Any) -> None:
         metavar="N",
         type=int,
         default=30,
-        help="submissions per token per minute (default: 30)",
+        help="submissions and tickets per token per minute (default: 30)",
+    )
+    p.add_argument(
+        "--verify-budget",
+        metavar="S",
+        type=positive_float,
+        default=300.0,
+        help="seconds one file's verification may take before it is rejected as too slow "
+        "(default: 300)",
+    )
+    p.add_argument(
+        "--quota-mb",
+        metavar="MB",
+        type=positive_float,
+        default=1024.0,
+        help="MiB each submitter may upload in all (default: 1024)",
+    )
+    p.add_argument(
+        "--ticket-days",
+        metavar="D",
+        type=positive_float,
+        default=7.0,
+        help="days a ticket stays valid (default: 7)",
     )
     p.set_defaults(handler=run_serve)
 
@@ -98,6 +128,13 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--difficulty", metavar="LEVEL", help="default: the env's default level")
     p.add_argument(
         "--episodes", metavar="N", type=int, default=20, help="episodes of the run (default 20)"
+    )
+    p.add_argument(
+        "--kwarg",
+        action="append",
+        type=parse_kwarg,
+        metavar="KEY=VALUE",
+        help="a track setting besides the difficulty: a game's seat (seat=1 plays second)",
     )
     _server_options(p)
     p.add_argument("--out", metavar="FILE", help="write the ticket here (default: stdout)")
@@ -198,6 +235,9 @@ def run_serve(args: argparse.Namespace) -> int:
             workers=args.workers,
             max_body_bytes=int(args.max_body_mb * 1024 * 1024),
             rate_limit=args.rate_limit,
+            verify_budget_s=args.verify_budget,
+            quota_bytes=int(args.quota_mb * 1024 * 1024),
+            ticket_ttl_s=args.ticket_days * 86400.0,
         )
     except KeyboardInterrupt:
         pass
@@ -283,7 +323,12 @@ def run_ticket(args: argparse.Namespace) -> int:
     """`envgym leaderboard ticket`: ask the server for a ticket and keep it in a file."""
     if not args.token:
         raise UserError(f"no token: pass --token T or set ${TOKEN_ENV}")
-    wanted = {"env_id": args.env_id, "difficulty": args.difficulty, "episodes": args.episodes}
+    wanted = {
+        "env_id": args.env_id,
+        "difficulty": args.difficulty,
+        "episodes": args.episodes,
+        "settings": dict(args.kwarg or []),
+    }
     headers = {"Authorization": f"Bearer {args.token}"}
     with _client(args.server) as client:
         response = _request(

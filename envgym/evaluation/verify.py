@@ -2,9 +2,9 @@
 
 `verify_submission` recomputes everything a leaderboard would publish from a
 results file: the file must hold at most `MAX_TURNS_PER_FILE` turns; match the
-version 2 schema; name an installed env by id, version and code hash; make it
-only with arguments a scored run may set (`scoring_kwargs`); hold exactly the
-seeds its header asked for; keep one reward per reply; carry the summary
+version 2 schema; name an installed env by id, version and code hash; run on
+a track (`envgym.evaluation.tracks`: no env argument but the difficulty);
+hold exactly the seeds its header asked for; keep one reward per reply; carry the summary
 `summarize` gives for its episodes; and every episode, replayed in the
 installed env from its seed and replies, must give the recorded rewards,
 success and ending. The first problem found is the verdict's reason, naming
@@ -26,6 +26,7 @@ from envgym.evaluation.inputs import make_evaluation_env
 from envgym.evaluation.replay import replay_in_env
 from envgym.evaluation.results_file import SCHEMA_VERSION, schema_problem
 from envgym.evaluation.summary import summarize
+from envgym.evaluation.tracks import track_problem
 from envgym.registry import EnvSpec, get_spec, load_entry_point
 
 __all__ = ["MAX_TURNS_PER_FILE", "Verdict", "scoring_kwargs", "verify_submission"]
@@ -69,7 +70,10 @@ def _episode_name(results: Mapping[str, Any], index: int) -> str:
 
 # ------------------------------------------------------------ the env
 def scoring_kwargs(env_id: str) -> tuple[str, ...]:
-    """The `env_kwargs` a scored run of `env_id` may set, sorted.
+    """The `env_kwargs` of `env_id` that are plain settings, sorted: safe to make
+    the env with from a file (a page replays a stored custom run with them),
+    never a service, a URL or a path. A scored run sets only "difficulty" of
+    them (its track fixes the rest).
 
     "difficulty", the env's preset settings (fields declared with
     `envgym.arguments.setting`) and the spec's own `EnvSpec.scoring_kwargs`.
@@ -143,6 +147,9 @@ def _check_env_kwargs(results: Mapping[str, Any], spec: EnvSpec) -> None:
                 f"env_kwargs.{name} is not an argument a scored run of {spec.id} may set; "
                 f"it may set {', '.join(allowed)}"
             )
+    problem = track_problem(kwargs)
+    if problem is not None:  # a setting the env takes, but one the track fixes
+        raise _Rejected(f"not a track's run: {problem}")
     difficulty = kwargs.get("difficulty", spec.default_difficulty)
     if difficulty not in spec.difficulties:
         raise _Rejected(
@@ -310,8 +317,9 @@ def verify_submission(results: Any) -> Verdict:
 
     In order: the size (at most `MAX_TURNS_PER_FILE` turns, counted before
     anything else reads the episodes); the version 2 schema; the env's id,
-    version and hash; the env_kwargs (only `scoring_kwargs`, JSON scalars, no
-    backend, URL or path) and the header's difficulty; the seeds (exactly
+    version and hash; the env_kwargs (no backend, URL, path or argument outside
+    `scoring_kwargs`, then nothing but the difficulty: a track's run) and the
+    header's difficulty; the seeds (exactly
     ``seed .. seed + num_episodes - 1``, in order); one reward per reply in
     every episode; the summary; and a replay of every episode. A pure function
     of `results` and the installed code, safe to run in a worker process.
