@@ -13,6 +13,9 @@ sandbox's whole timeout (10 s) and the file minutes. It needs a sandbox
 (docker or bwrap, as CI provides).
 """
 
+# The db_url fixture is imported from test_leaderboard_server; a test taking it as a
+# parameter reads to ruff as a redefinition.
+# ruff: noqa: F811
 from __future__ import annotations
 
 import copy
@@ -32,7 +35,7 @@ pytest.importorskip("sqlalchemy")
 
 from sandbox_backends import require_backend  # noqa: E402
 from sqlalchemy import delete, select  # noqa: E402
-from test_leaderboard_server import ENV_ID, new_token  # noqa: E402
+from test_leaderboard_server import ENV_ID, db_url, new_token  # noqa: E402, F401
 from test_verify_results import forge  # noqa: E402
 
 import envgym.leaderboard  # noqa: E402
@@ -51,19 +54,6 @@ BUDGET_S = 2.0
 SLACK_S = 30.0
 #: Names of the submitters these tests make start with this.
 PREFIX = "budget"
-
-
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path_factory.mktemp('leaderboard') / 'lb.db'}"
-    url = os.environ.get("ENVGYM_TEST_POSTGRES_URL")
-    if not url:
-        why = "ENVGYM_TEST_POSTGRES_URL is not set (start one with scripts/postgres.sh)"
-        if os.environ.get("ENVGYM_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"ENVGYM_REQUIRE_POSTGRES=1 but {why}")
-        pytest.skip(why)
-    return url
 
 
 @pytest.fixture(scope="module")
