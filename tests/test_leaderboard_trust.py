@@ -234,3 +234,34 @@ def test_a_games_second_seat_is_a_track_of_its_own(
     assert "[seat=1]" in ranked
     refused = ticket(server.url, token, env_id=game, settings={"opponent": "random"})
     assert refused.status_code == 400 and "opponent" in refused.json()["detail"]
+
+
+def test_the_server_answers_others_while_an_upload_is_being_read(
+    server: Any, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parsing and checking an upload runs off the event loop: while one upload
+    is held in its parsing, the pages and the API still answer."""
+    import threading
+
+    import envgym.leaderboard.app as app_module
+
+    entered, release = threading.Event(), threading.Event()
+    real = app_module.parse_upload
+
+    def held(body: bytes) -> Any:
+        entered.set()
+        release.wait(60)
+        return real(body)
+
+    monkeypatch.setattr(app_module, "parse_upload", held)
+    _, token = new_token(db, "slowbody")
+    results = unique(evaluate(ENV_ID, "random", episodes=2, seed=5))
+    upload = threading.Thread(target=post, args=(server.url, token, results))
+    upload.start()
+    try:
+        assert entered.wait(30), "the upload never reached its parsing"
+        assert httpx.get(f"{server.url}/api/results", timeout=10).status_code == 200
+        assert httpx.get(f"{server.url}/", timeout=10).status_code == 200
+    finally:
+        release.set()
+        upload.join(60)
