@@ -246,6 +246,7 @@ def measure_pages(budget_s: float, episodes: int, viewers: int) -> dict[str, Any
             status, _, _ = _upload_to_verdict(server.url, token, db, honest)
             if status != "accepted":
                 raise SystemExit("the honest file was not accepted")
+            _views(server.url, 1, 10, episodes)  # warm-up: env hashes, baselines read once
             idle = _views(server.url, viewers, 40, episodes)
             verdict: list[Any] = []
             verifying = threading.Thread(

@@ -221,6 +221,8 @@ class Database:
 
     SQLite files run in WAL mode with a generous busy timeout, so the request
     threads and the thread that writes verdicts do not trip over each other.
+    `session` (a write) takes SQLite's write lock when it begins; `sessions`
+    (reads) never do, so page views do not queue behind one another.
     """
 
     def __init__(self, url: str) -> None:
@@ -242,12 +244,16 @@ class Database:
                 f"cannot open the database {parsed.render_as_string(hide_password=True)}: "
                 f"{str(exc).splitlines()[0]}"
             ) from exc
-        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        #: sessions for reading (never holding SQLite's write lock)
+        self.sessions = sessionmaker(
+            self.engine.execution_options(envgym_read_only=True), expire_on_commit=False
+        )
+        self._writes = sessionmaker(self.engine, expire_on_commit=False)
 
     @contextmanager
     def session(self) -> Iterator[Session]:
         """A session that commits when the block ends cleanly and rolls back otherwise."""
-        with self.sessions() as session, session.begin():
+        with self._writes() as session, session.begin():
             yield session
 
     def pending_ids(self) -> list[int]:
@@ -278,9 +284,13 @@ def _make_engine(driver: str, url: str) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _begin_immediate(connection: Any) -> None:
-        # Take the write lock up front (waiting up to the timeout for it): a
-        # read-then-write transaction in WAL mode cannot wait for it later.
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # A write takes the write lock up front (waiting up to the timeout for
+        # it): a read-then-write transaction in WAL mode cannot wait for it
+        # later. A read needs no lock: WAL readers never block.
+        if connection.get_execution_options().get("envgym_read_only"):
+            connection.exec_driver_sql("BEGIN")
+        else:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
 

@@ -265,3 +265,27 @@ def test_the_server_answers_others_while_an_upload_is_being_read(
     finally:
         release.set()
         upload.join(60)
+
+
+def test_reading_never_waits_for_a_writer(db: Database) -> None:
+    """Page views read while a verdict is being written: a read session takes
+    no write lock (on SQLite, a reader that did would queue behind every
+    writer and behind other readers, a second at a time)."""
+    import threading
+
+    from envgym.leaderboard.db import Submitter
+
+    done = threading.Event()
+
+    def read() -> None:
+        with db.sessions() as session:
+            session.query(Submitter).count()
+        done.set()
+
+    with db.session() as session:  # a writer holding its lock
+        session.query(Submitter).count()
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join(10)
+        assert done.is_set(), "a read waited for the writer's lock"
+    reader.join()
