@@ -16,6 +16,7 @@ from fastapi import Depends, HTTPException, Request
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from envgym.evaluation.results_file import SCHEMA_VERSION, schema_problem
 from envgym.evaluation.tracks import track_problem
 from envgym.leaderboard.models import Entry, UploadHeader
 from envgym.leaderboard.page import settings_text
@@ -163,8 +164,9 @@ SessionDep = Annotated[Session, Depends(get_session)]
 
 def parse_upload(body: bytes) -> UploadHeader:
     """The header of an uploaded results file, or 400 saying what is wrong: not
-    JSON, not an object, an env this leaderboard does not have, or not a
-    track's run (runs off the event loop)."""
+    JSON, not an object, an env this leaderboard does not have, a header (or
+    first episode) off the results file's schema, or not a track's run (runs
+    off the event loop)."""
     try:
         results = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -178,6 +180,13 @@ def parse_upload(body: bytes) -> UploadHeader:
         get_spec(env_id if isinstance(env_id, str) else "?")
     except KeyError:
         raise error(400, f"env_id {env_id!r} is not an env of this leaderboard") from None
+    # The header and the first episode against the schema here; every episode in
+    # the worker (a whole file is too much pure-Python work for the web process).
+    episodes = results.get("episodes")
+    sample = {**results, "episodes": episodes[:1]} if isinstance(episodes, list) else results
+    problem = schema_problem(sample, (SCHEMA_VERSION,))
+    if problem is not None:
+        raise error(400, f"not a results file of this envgym: {problem}")
     header = UploadHeader.read(results)
     kwargs = results.get("env_kwargs", {})
     if isinstance(kwargs, dict):

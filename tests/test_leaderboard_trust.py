@@ -289,3 +289,17 @@ def test_reading_never_waits_for_a_writer(db: Database) -> None:
         reader.join(10)
         assert done.is_set(), "a read waited for the writer's lock"
     reader.join()
+
+
+def test_a_body_off_the_schema_is_refused_before_it_is_stored(server: Any, db: Database) -> None:
+    from envgym.leaderboard.db import Submission
+
+    _, token = new_token(db, "schema")
+    headless = unique(evaluate(ENV_ID, "random", episodes=2, seed=9))
+    del headless["seed"]
+    with db.sessions() as session:
+        before = session.query(Submission).count()
+    refused = post(server.url, token, headless)
+    assert refused.status_code == 400 and "seed" in refused.json()["detail"]
+    with db.sessions() as session:
+        assert session.query(Submission).count() == before
