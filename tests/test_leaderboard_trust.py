@@ -169,9 +169,19 @@ def test_guessing_tokens_is_throttled_per_address_and_uploads_have_a_quota(
 
 
 def test_trainers_refuse_the_seeds_kept_for_tickets() -> None:
+    """The reference trainers' rollouts (GRPO's and PPO's, and self-play's)
+    refuse to play the seeds tickets are drawn from, before any generation."""
+    from envgym.trainers.common.rollout import collect_rollouts
+    from envgym.trainers.common.selfplay_rollout import play_games
+    from envgym.vector import TextVectorEnv
+
     check_training_seeds(0, 10_000)
     with pytest.raises(ValueError, match="kept for leaderboard tests"):
         check_training_seeds(TEST_SEEDS[0] - 5, 10)
+    with TextVectorEnv((ENV_ID, {}), 2) as envs, pytest.raises(ValueError, match="kept for"):
+        collect_rollouts(envs, None, None, None, seed=TEST_SEEDS[0] + 123)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="kept for"):
+        play_games([None], [{}], {}, None, None, seeds=[TEST_SEEDS[0]])  # type: ignore[arg-type]
 
 
 def test_pages_never_step_an_env_and_name_oracle_replies(
