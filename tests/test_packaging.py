@@ -32,7 +32,14 @@ for spec in list_envs():
     agent = "oracle" if spec.oracle else "random"
     episode = evaluate(spec.id, agent, episodes=1, seed=0)["episodes"][0]
     played[spec.id] = {"agent": agent, "turns": episode["turns"], "success": episode["success"]}
+# The static leaderboard of the baselines (the main job's last step) needs no extra.
+import tempfile
+from envgym.leaderboard.baselines import load_baseline_entries, load_baseline_results
+from envgym.leaderboard.export import export_site
+pages = export_site(load_baseline_entries()[:2], tempfile.mkdtemp(), load_baseline_results(),
+                    replay=False)
 print(json.dumps({"envgym": envgym.__file__, "top_level": top_level, "played": played,
+                  "pages": len(pages),
                   "schema": envgym.evaluation.load_schema()["title"],
                   "containers": sorted(p.name for p in containers_dir().iterdir()),
                   "bwrap": bwrap_binary()}))
@@ -74,6 +81,7 @@ def test_wheel_installs_in_a_fresh_venv(tmp_path):
             assert episode["success"], (env_id, episode)
     assert not any(report["top_level"].values()), report["top_level"]
     assert report["schema"]
+    assert report["pages"] > 2  # the index, env pages and trajectories
     # The sandbox's build files and bubblewrap come with the wheel.
     assert {"build-rootfs.sh", "Dockerfile.sandbox", "Dockerfile.runtime"} <= set(
         report["containers"]
