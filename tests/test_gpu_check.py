@@ -72,7 +72,9 @@ def test_the_wheel_check_names_what_is_missing_doubled_or_for_another_python(gpu
     assert any("two wheels of trl" in p for p in problems), problems
     # The 3.12 wheels of compiled or version-tagged packages do not install on 3.11.
     other = gpu_check.missing_requirements(gpu_wheels, "3.11")
-    assert sorted(p.split("-")[0] for p in other) == ["multiprocess", "rpds_py"], other
+    assert sorted(p.split("-")[0] for p in other) == ["multiprocess", "pydantic_core", "rpds_py"], (
+        other
+    )
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "gpu_wheels.sh" in gpu_check.missing_requirements(empty)[0]
@@ -103,8 +105,8 @@ def test_the_summary_fails_a_check_that_went_wrong(tmp_path):
         "log_steps_resumed": [1, 2, 3, 4],
         "resumed_plays_the_same_episodes": False,
         "max_weight_diff": 1e-4,
-        "results_accepted": False,
-        "results_reasons": ["episode 0: replayed rewards differ"],
+        "results_replay": False,
+        "results_problems": ["turn 1: replayed reward 0.0 but the file records 1.0"],
     }
     (tmp_path / "train.json").write_text(json.dumps({"device": "cuda", "grpo": run}))
     summary, text = gpu_check.summarize(tmp_path)
@@ -114,7 +116,7 @@ def test_the_summary_fails_a_check_that_went_wrong(tmp_path):
         "trl transformers on envgym/Sokoban-v0: did not finish",
         "grpo: the resumed run played other episodes",
         "grpo: resumed weights differ by 1.00e-04",
-        "grpo: the verifier refused the results",
+        "grpo: the eval results do not replay",
     ):
         assert expected in problems
     assert "over its budget" in text and "Problems:" in text
@@ -158,4 +160,4 @@ def test_the_dry_run_goes_through_every_step_and_reports_every_figure(tmp_path):
         assert train[name]["log_steps_resumed"] == [1, 2, 3, 4]
         assert train[name]["resumed_plays_the_same_episodes"] is True
         assert train[name]["max_weight_diff"] == 0.0  # on a CPU, bit for bit
-        assert train[name]["results_accepted"] is True
+        assert train[name]["results_replay"] is True
