@@ -19,8 +19,14 @@ def _mapped_packages(prefix: str, folder: str) -> list[str]:
     return [prefix] + [f"{prefix}.{name}" for name in find_packages(folder)]
 
 
+#: Folders that hold only data (installed by package-data in pyproject.toml):
+#: named here, so setuptools installs them on purpose rather than warning that
+#: it would leave out an importable folder.
+DATA_FOLDERS = ["envgym.schemas", "envgym.envs.code.problems", "envgym.leaderboard.baselines"]
+
 packages = find_packages(include=["envgym", "envgym.*"])
 for prefix, folder in MAPPED_FOLDERS.items():
     packages += _mapped_packages(prefix, folder)
+packages += DATA_FOLDERS
 
 setup(packages=packages, package_dir={"envgym": "envgym", **MAPPED_FOLDERS})
