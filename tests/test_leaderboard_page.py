@@ -412,8 +412,10 @@ def test_a_lucky_short_run_never_outranks_a_long_steady_one() -> None:
     lucky3 = _success_entry("lucky3", 3, 3, agent="lucky")
     near = _success_entry("near25", 24, 25, agent="steady")  # 96% of 25
     shaky = _success_entry("shaky20", 19, 20, agent="shaky")  # 95% of 20
-    page = render_env(env_id, [lucky1, lucky3, oracle, near, shaky])
-    assert _row_ids(page) == ["near25", "shaky20", "oracle20"]
+    perfect = _success_entry("perfect20", 20, 20, agent="perfect")  # 100%, bound 0.84
+    many = _success_entry("many50", 48, 50, agent="many")  # 96%, bound 0.87: ranks higher
+    page = render_env(env_id, [lucky1, lucky3, oracle, near, shaky, perfect, many])
+    assert _row_ids(page) == ["many50", "perfect20", "near25", "shaky20", "oracle20"]
     assert set(_row_ids(page, "unranked")) == {"lucky1", "lucky3"}
     assert "provisional: 1 episodes, ranking needs 20" in page
     # A one-episode run shows no return interval at all, not a zero-width one.
