@@ -256,11 +256,11 @@ class Database:
         with self._writes() as session, session.begin():
             yield session
 
-    def pending_ids(self) -> list[int]:
-        """Ids of the submissions still waiting for a verdict, oldest first."""
+    def pending(self) -> list[tuple[int, int]]:
+        """(id, submitter id) of the submissions still waiting for a verdict, oldest first."""
+        query = select(Submission.id, Submission.submitter_id).where(Submission.status == "pending")
         with self.sessions() as session:
-            query = select(Submission.id).where(Submission.status == "pending")
-            return list(session.scalars(query.order_by(Submission.id)))
+            return [(i, s) for i, s in session.execute(query.order_by(Submission.id))]
 
     def close(self) -> None:
         self.engine.dispose()

@@ -161,11 +161,10 @@ def _sort_key(sort: str, entry: Entry, levels: Mapping[str, int]) -> tuple:
     ret = _number(entry.mean_return)
     success = success if math.isfinite(success) else -math.inf
     ret = ret if math.isfinite(ret) else -math.inf
-    if sort == "rank":
+    if sort == "rank":  # ascending is the board's order: track by track, best first
         difficulty = str(entry.difficulty)
-        rank = entry.rank
-        # Reversed by "desc": the best rank of the first level comes first.
-        return (-levels.get(difficulty, len(levels)), difficulty, -(rank or math.inf), success)
+        level = levels.get(difficulty, len(levels))
+        return (level, difficulty, entry.settings or "", entry.rank or math.inf, -success)
     if sort == "return":
         return (ret, success)
     if sort == "date":
@@ -183,7 +182,9 @@ def sort_entries(entries: Sequence[Entry], sort: str = "rank", order: str = "des
     sort = sort if sort in SORTS else "rank"
     levels = _difficulty_order(entries[0].env_id) if entries else {}
     by_id = sorted(entries, key=lambda e: str(e.id))
-    return sorted(by_id, key=lambda e: _sort_key(sort, e, levels), reverse=order != "asc")
+    # "desc" means best first: high values, except ranks, where 1 is best.
+    best_first = (order != "asc") != (sort == "rank")
+    return sorted(by_id, key=lambda e: _sort_key(sort, e, levels), reverse=best_first)
 
 
 def _verified_cell(entry: Entry) -> str:

@@ -42,8 +42,6 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from sqlalchemy import select
-
 from envgym.leaderboard.db import Database, EpisodeView, Submission, utcnow
 
 __all__ = ["DEFAULT_BUDGET_S", "Outcome", "QueueStats", "VerificationQueue", "verify_text"]
@@ -292,9 +290,7 @@ class VerificationQueue:
 
     def requeue_pending(self) -> int:
         """Queue every submission left pending (by a server that stopped); return how many."""
-        query = select(Submission.id, Submission.submitter_id).where(Submission.status == "pending")
-        with self.db.sessions() as session:
-            rows = session.execute(query.order_by(Submission.id)).all()
+        rows = self.db.pending()
         for submission_id, submitter_id in rows:
             self.submit(submission_id, submitter_id)
         if rows:
