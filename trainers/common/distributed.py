@@ -120,6 +120,10 @@ class Distributed:
             import torch.distributed as dist
 
             if dist.is_initialized():
+                # Every rank reaches teardown before any destroys the group: a
+                # rank whose peer tore gloo down under it can abort at exit
+                # ("terminate called without an active exception").
+                dist.barrier()
                 dist.destroy_process_group()
 
 
