@@ -30,7 +30,8 @@ from envgym.agents import RandomAgent, make_agent
 from envgym.registry import list_envs, missing_data
 
 #: Info keys measured in wall-clock time (a sandbox's seconds): not behaviour.
-VOLATILE_KEYS = frozenset({"elapsed_s", "seconds", "engine_seconds", "wall_s", "cpu_s"})
+#: Any key ending in "_seconds" is dropped too.
+VOLATILE_KEYS = frozenset({"elapsed_s", "seconds", "wall_s", "cpu_s"})
 
 
 def _canonical(value: Any) -> Any:
@@ -39,7 +40,7 @@ def _canonical(value: Any) -> Any:
         return {
             str(k): _canonical(v)
             for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))
-            if str(k) not in VOLATILE_KEYS
+            if str(k) not in VOLATILE_KEYS and not str(k).endswith("_seconds")
         }
     if isinstance(value, list | tuple):
         return [_canonical(v) for v in value]
