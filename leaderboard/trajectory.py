@@ -9,10 +9,11 @@ accepted episode's observations (`envgym.leaderboard.views`) and the page is
 made from them (``seen=``); the static export and the committed baselines
 replay here. Observations and replies are cut on the page, so its size is
 bounded whatever the file holds.
-Replay happens only for env kwargs a scored run may use (the registry's
-``scoring_kwargs`` and ``difficulty``): never a backend, a URL or a path from a
-submitted file. Where it cannot replay, the page shows replies and rewards
-alone and says why.
+Replay happens only for env kwargs the verifier's own check allows
+(`envgym.evaluation.env_kwargs_problem`: the registry's ``scoring_kwargs`` and
+``difficulty``, never a backend, a URL or a path from a submitted file), by the
+verifier's own loop (`envgym.evaluation.replay_in_env`). Where it cannot
+replay, the page shows replies and rewards alone and says why.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from envgym.evaluation import make_text_env
-from envgym.evaluation.verify import scoring_kwargs
+from envgym.evaluation import env_kwargs_problem, make_text_env, replay_in_env
 from envgym.leaderboard.page import SiteLinks, env_slug, render_page
 
 __all__ = ["ReplayedObservations", "cut_text", "render_trajectory", "replay_observations"]
@@ -58,34 +58,18 @@ class ReplayedObservations:
         )
 
 
-def _kwargs_problem(env_id: str, env_kwargs: Mapping[str, Any]) -> str | None:
-    try:
-        allowed = scoring_kwargs(env_id)
-    except KeyError:
-        return f"{env_id} is not an env installed here"
-    except ImportError as exc:
-        return f"the code of {env_id} does not import here: {exc}"
-    for key, value in env_kwargs.items():
-        if key not in allowed:
-            return f"env argument {key!r} is not one a scored run may set"
-        if not isinstance(value, str | int | float | bool):
-            return f"env argument {key!r} is not a plain value"
-        if isinstance(value, str) and ("://" in value or value.startswith(("/", "\\", "~"))):
-            return f"env argument {key!r} looks like a URL or a path"
-    return None
-
-
 def replay_observations(
     meta: Mapping[str, Any], episode: Mapping[str, Any]
 ) -> ReplayedObservations:
-    """Replay `episode` of the results file whose header is `meta`; never raises."""
+    """Replay `episode` of the results file whose header is `meta`; never raises.
+
+    The env is made only with kwargs `envgym.evaluation.env_kwargs_problem`
+    allows (the verifier's own check) and stepped by the verifier's own loop
+    (`envgym.evaluation.replay_in_env`), keeping the observations."""
     out = ReplayedObservations()
     env_id = str(meta.get("env_id", ""))
     kwargs = meta.get("env_kwargs") or {}
-    if not isinstance(kwargs, Mapping):
-        out.note = "the file's env_kwargs are not an object"
-        return out
-    problem = _kwargs_problem(env_id, kwargs)
+    problem = env_kwargs_problem(env_id, kwargs)
     if problem is not None:
         out.note = f"not replayed: {problem}"
         return out
@@ -95,21 +79,18 @@ def replay_observations(
         out.note = f"not replayed: cannot make {env_id} here ({type(exc).__name__}: {exc})"
         return out
     try:
-        obs, info = env.reset(seed=int(episode["seed"]))
-        out.observations.append(str(obs))
-        prompt = info.get("system_prompt")
-        out.system_prompt = prompt if isinstance(prompt, str) else None
-        for turn, action in enumerate(episode.get("actions") or [], start=1):
-            obs, reward, terminated, truncated, info = env.step(str(action))
-            out.observations.append(str(obs))
-            out.rewards.append(float(reward))
-            if (terminated or truncated) and turn < len(episode["actions"]):
-                out.note = f"the replayed episode ended after turn {turn}"
-                break
-    except Exception as exc:
+        replay = replay_in_env(env, episode, observations=True)
+    except Exception as exc:  # a record too malformed to replay (no seed)
         out.note = f"the replay stopped: {type(exc).__name__}: {exc}"
+        return out
     finally:
         env.close()
+    out.observations, out.rewards = replay.observations, replay.rewards
+    out.system_prompt = replay.system_prompt
+    if replay.error is not None:
+        out.note = f"the replay stopped: {replay.error}"
+    elif len(replay.rewards) < len(episode.get("actions") or []):
+        out.note = f"the replayed episode ended after turn {len(replay.rewards)}"
     return out
 
 

@@ -12,8 +12,10 @@ The summary carries 95% confidence intervals. The parts:
 - `inputs`: the checks made before any episode, `EvaluationError`
 - `summary`: the summary block and its confidence intervals
 - `results_file`: the schema, and validating, writing and loading files
-- `replay`: `replay_episode`, `verify_results`
-- `verify`: `verify_submission`, `Verdict`, `scoring_kwargs`
+- `replay`: `replay_in_env` (the one replay loop), `replay_episode`, `verify_results`
+- `submitted_kwargs`: `env_kwargs_problem`, `scoring_kwargs` (which env_kwargs
+  from someone else's file may make an env here)
+- `verify`: `verify_submission`, `Verdict`
 - `identity`: `env_version`, `env_hash` (which code an env id runs)
 """
 
@@ -23,7 +25,7 @@ from envgym.evaluation.inputs import (
     prepare_output_dir,
     prepare_output_path,
 )
-from envgym.evaluation.replay import ReplayResult, replay_episode, verify_results
+from envgym.evaluation.replay import ReplayResult, replay_episode, replay_in_env, verify_results
 from envgym.evaluation.results_file import (
     READABLE_VERSIONS,
     SCHEMA_VERSION,
@@ -34,8 +36,9 @@ from envgym.evaluation.results_file import (
     write_results,
 )
 from envgym.evaluation.runner import ProgressCallback, agent_seed, evaluate
+from envgym.evaluation.submitted_kwargs import env_kwargs_problem, scoring_kwargs
 from envgym.evaluation.summary import mean_ci95, summarize, t_critical_95, wilson_ci95
-from envgym.evaluation.verify import Verdict, scoring_kwargs, verify_submission
+from envgym.evaluation.verify import Verdict, verify_submission
 from envgym.registry import make_text_env
 
 __all__ = [
@@ -48,6 +51,7 @@ __all__ = [
     "Verdict",
     "agent_seed",
     "env_hash",
+    "env_kwargs_problem",
     "env_source_files",
     "env_version",
     "evaluate",
@@ -58,6 +62,7 @@ __all__ = [
     "prepare_output_dir",
     "prepare_output_path",
     "replay_episode",
+    "replay_in_env",
     "scoring_kwargs",
     "summarize",
     "t_critical_95",

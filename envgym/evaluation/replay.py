@@ -2,7 +2,12 @@
 
 The leaderboard trusts a results file only as far as this reproduces it: the
 same env, reset with the recorded seed and stepped with the recorded replies,
-must give the recorded rewards, success and ending.
+must give the recorded rewards, success and ending. `replay_in_env` is the one
+replay loop: the verifier (`envgym.evaluation.verify`) runs it on every
+episode, and the trajectory pages (`envgym.leaderboard.trajectory`) run it
+keeping the observations, to show what the agent saw. Which `env_kwargs` from
+a file may make the env is `envgym.evaluation.submitted_kwargs`'s to say;
+`replay_episode` and `verify_results` replay your own files and check none.
 """
 
 from __future__ import annotations
@@ -32,6 +37,13 @@ class ReplayResult:
     truncated: bool
     #: What differs from the record; empty when the replay reproduces it.
     problems: list[str] = field(default_factory=list)
+    #: With ``observations=True``: the observation before each replayed reply, then the last.
+    observations: list[str] = field(default_factory=list)
+    #: ``info["system_prompt"]`` at reset, when the env gives one (a str).
+    system_prompt: str | None = None
+    #: "ExceptionType: message" when the env raised on the recorded seed or a
+    #: reply; the replay stopped there (and ``problems`` says so).
+    error: str | None = None
 
     @property
     def matches(self) -> bool:
@@ -42,54 +54,79 @@ def _same_number(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
-def replay_in_env(env: gym.Env, results: Mapping[str, Any], index: int) -> ReplayResult:
-    """Replay episode `index` of `results` in `env` (made from the recorded id and
-    kwargs; one env serves every episode of a file)."""
+def replay_in_env(
+    env: gym.Env, episode: Mapping[str, Any], *, index: int = 0, observations: bool = False
+) -> ReplayResult:
+    """Replay the recorded `episode` (a results file's episode record) in `env`,
+    made from the file's id and kwargs (one env serves every episode of a file).
+
+    Resets with the recorded seed, steps the recorded actions (stopping where
+    the episode ends) and compares rewards, success and how the episode ended
+    with the record; `ReplayResult.problems` lists every difference. `index`
+    only labels the result. `observations` keeps what the agent saw (pages show
+    it; the verifier does not keep it, since a file may hold 100,000 turns).
+    An env that raises does not raise here: ``error`` says what it raised.
+    """
+    seed = int(episode["seed"])
+    actions = [str(a) for a in episode.get("actions") or []]
+    result = ReplayResult(index, seed, [], 0.0, False, False, False)
+    info: Mapping[str, Any] = {}
+    try:
+        obs, info = env.reset(seed=seed)
+        if observations:
+            result.observations.append(str(obs))
+        prompt = info.get("system_prompt")
+        result.system_prompt = prompt if isinstance(prompt, str) else None
+        for turn, action in enumerate(actions, start=1):
+            if result.terminated or result.truncated:
+                result.problems.append(
+                    f"the episode ended after {turn - 1} turns but {len(actions)} actions "
+                    "are recorded"
+                )
+                break
+            obs, reward, terminated, truncated, info = env.step(action)
+            if observations:
+                result.observations.append(str(obs))
+            result.rewards.append(float(reward))
+            result.terminated, result.truncated = bool(terminated), bool(truncated)
+    except Exception as exc:  # a reply the env cannot take is the file's problem
+        result.error = f"{type(exc).__name__}: {exc}"
+        result.problems.insert(0, f"replaying it failed ({result.error})")
+    result.success = bool(info.get("success", False))
+    result.episode_return = float(sum(result.rewards))
+    if result.error is None:
+        result.problems += _differences(result, episode, len(actions))
+    return result
+
+
+def _differences(result: ReplayResult, episode: Mapping[str, Any], actions: int) -> list[str]:
+    problems: list[str] = []
+    recorded = [float(r) for r in episode.get("rewards") or []]
+    for turn, (got, want) in enumerate(zip(result.rewards, recorded, strict=False), start=1):
+        if not _same_number(got, want):
+            problems.append(f"turn {turn}: replayed reward {got!r} but the file records {want!r}")
+            break
+    if not (result.terminated or result.truncated):
+        problems.append(f"the episode had not ended after the {actions} recorded actions")
+    if result.success != bool(episode.get("success")):
+        problems.append(
+            f"replayed success is {result.success} but the file records {episode.get('success')}"
+        )
+    for key in ("terminated", "truncated"):
+        value = getattr(result, key)
+        if key in episode and bool(episode[key]) != value:
+            problems.append(f"replayed {key} is {value} but the file records {episode[key]}")
+    return problems
+
+
+def _episode(results: Mapping[str, Any], index: int) -> tuple[int, Mapping[str, Any]]:
     episodes = results["episodes"]
     if not -len(episodes) <= index < len(episodes):
         raise IndexError(
             f"episode index {index} is out of range; the file holds {len(episodes)} episodes"
         )
     index %= len(episodes)
-    record = episodes[index]
-    obs, info = env.reset(seed=record["seed"])
-    rewards: list[float] = []
-    terminated = truncated = False
-    problems: list[str] = []
-    for turn, action in enumerate(record["actions"], start=1):
-        if terminated or truncated:
-            problems.append(
-                f"the episode ended after {turn - 1} turns but "
-                f"{len(record['actions'])} actions are recorded"
-            )
-            break
-        obs, reward, terminated, truncated, info = env.step(action)
-        rewards.append(float(reward))
-    success = bool(info.get("success", False))
-    recorded = [float(r) for r in record["rewards"]]
-    for turn, (got, want) in enumerate(zip(rewards, recorded, strict=False), start=1):
-        if not _same_number(got, want):
-            problems.append(f"turn {turn}: replayed reward {got!r} but the file records {want!r}")
-            break
-    if not (terminated or truncated):
-        problems.append(
-            f"the episode had not ended after the {len(record['actions'])} recorded actions"
-        )
-    if success != bool(record["success"]):
-        problems.append(f"replayed success is {success} but the file records {record['success']}")
-    for key, value in (("terminated", terminated), ("truncated", truncated)):
-        if key in record and bool(record[key]) != value:
-            problems.append(f"replayed {key} is {value} but the file records {record[key]}")
-    return ReplayResult(
-        index=index,
-        seed=record["seed"],
-        rewards=rewards,
-        episode_return=float(sum(rewards)),
-        success=success,
-        terminated=bool(terminated),
-        truncated=bool(truncated),
-        problems=problems,
-    )
+    return index, episodes[index]
 
 
 def replay_episode(results: Mapping[str, Any], index: int) -> ReplayResult:
@@ -102,9 +139,10 @@ def replay_episode(results: Mapping[str, Any], index: int) -> ReplayResult:
     know whether it is the code that produced the file. Raises
     `EvaluationError` if the recorded env cannot be made.
     """
+    index, episode = _episode(results, index)
     env = make_evaluation_env(results["env_id"], results.get("env_kwargs") or {})
     try:
-        return replay_in_env(env, results, index)
+        return replay_in_env(env, episode, index=index)
     finally:
         env.close()
 
@@ -118,6 +156,8 @@ def verify_results(results: Mapping[str, Any]) -> list[ReplayResult]:
     """
     env = make_evaluation_env(results["env_id"], results.get("env_kwargs") or {})
     try:
-        return [replay_in_env(env, results, i) for i in range(len(results["episodes"]))]
+        return [
+            replay_in_env(env, episode, index=i) for i, episode in enumerate(results["episodes"])
+        ]
     finally:
         env.close()

@@ -13,21 +13,19 @@ the episode (index and seed) where it concerns one.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from envgym.core import Preset, TextEnv
 from envgym.evaluation.identity import env_hash, env_version
 from envgym.evaluation.inputs import make_evaluation_env
 from envgym.evaluation.replay import replay_in_env
 from envgym.evaluation.results_file import SCHEMA_VERSION, schema_problem
+from envgym.evaluation.submitted_kwargs import env_kwargs_problem, scoring_kwargs
 from envgym.evaluation.summary import summarize
 from envgym.evaluation.tracks import track_problem
-from envgym.registry import EnvSpec, get_spec, load_entry_point
+from envgym.registry import EnvSpec, get_spec
 
 __all__ = ["MAX_TURNS_PER_FILE", "Verdict", "scoring_kwargs", "verify_submission"]
 
@@ -37,9 +35,6 @@ __all__ = ["MAX_TURNS_PER_FILE", "Verdict", "scoring_kwargs", "verify_submission
 #: check and the replay are linear in the turns); a longer run is split into
 #: several files of consecutive seeds.
 MAX_TURNS_PER_FILE = 100_000
-
-#: Windows drive paths (C:\ or C:/) as well as POSIX ones name a file on the verifier's disk.
-_DRIVE_PATH = re.compile(r"^[A-Za-z]:[\\/]")
 
 
 @dataclass(frozen=True)
@@ -69,27 +64,6 @@ def _episode_name(results: Mapping[str, Any], index: int) -> str:
 
 
 # ------------------------------------------------------------ the env
-def scoring_kwargs(env_id: str) -> tuple[str, ...]:
-    """The `env_kwargs` of `env_id` that are plain settings, sorted: safe to make
-    the env with from a file (a page replays a stored custom run with them),
-    never a service, a URL or a path. A scored run sets only "difficulty" of
-    them (its track fixes the rest).
-
-    "difficulty", the env's preset settings (fields declared with
-    `envgym.arguments.setting`) and the spec's own `EnvSpec.scoring_kwargs`.
-    Raises KeyError for an id envgym does not know.
-    """
-    spec = get_spec(env_id)
-    names = {"difficulty", *spec.scoring_kwargs}
-    env_class = load_entry_point(spec.entry_point)
-    if isinstance(env_class, type) and issubclass(env_class, TextEnv):
-        presets = env_class.presets
-        preset = next(iter(presets.values())) if presets else Preset()
-        # Only fields declared with `setting` are constructor arguments; others are derived.
-        names.update(f.name for f in dataclasses.fields(preset) if "bounds" in f.metadata)
-    return tuple(sorted(names))
-
-
 def _check_env(results: Mapping[str, Any]) -> EnvSpec:
     env_id = results["env_id"]
     try:
@@ -115,38 +89,11 @@ def _check_env(results: Mapping[str, Any]) -> EnvSpec:
     return spec
 
 
-def _value_problem(value: Any) -> str | None:
-    """Why `value` cannot be a scored run's argument, or None if it can."""
-    if value is not None and not isinstance(value, str | bool | int | float):
-        return "is not a JSON scalar (a string, number, boolean or null)"
-    if isinstance(value, str):
-        if "://" in value:
-            return f"is a URL ({value!r}); a scored env runs from installed code only"
-        if value.startswith(("/", "\\", "~")) or _DRIVE_PATH.match(value):
-            return f"is a path ({value!r}); a scored env reads no files named by the submitter"
-    return None
-
-
 def _check_env_kwargs(results: Mapping[str, Any], spec: EnvSpec) -> None:
     kwargs: Mapping[str, Any] = results["env_kwargs"]
-    try:
-        allowed = scoring_kwargs(spec.id)
-    except ImportError as exc:
-        raise _Rejected(f"the code of {spec.id} does not import here: {exc}") from exc
-    for name, value in kwargs.items():
-        problem = _value_problem(value)
-        if problem is not None:
-            raise _Rejected(f"env_kwargs.{name} {problem}")
-        if name == "backend":
-            raise _Rejected(
-                "env_kwargs.backend is set; a scored run plays the env in envgym's own "
-                "process (remove backend)"
-            )
-        if name not in allowed:
-            raise _Rejected(
-                f"env_kwargs.{name} is not an argument a scored run of {spec.id} may set; "
-                f"it may set {', '.join(allowed)}"
-            )
+    problem = env_kwargs_problem(spec.id, kwargs)
+    if problem is not None:
+        raise _Rejected(problem)
     problem = track_problem(kwargs)
     if problem is not None:  # a setting the env takes, but one the track fixes
         raise _Rejected(f"not a track's run: {problem}")
@@ -265,16 +212,14 @@ def _check_replays(results: Mapping[str, Any]) -> int:
                 f"difficulty is {results['difficulty']!r} but {env_id} made with env_kwargs "
                 f"runs at {made_at!r}"
             )
-        for i in range(len(results["episodes"])):
-            try:
-                replay = replay_in_env(env, results, i)
-            except Exception as exc:  # a reply the env cannot take is the file's problem
+        for i, episode in enumerate(results["episodes"]):
+            replay = replay_in_env(env, episode, index=i)
+            if replay.error is not None:  # a reply the env cannot take is the file's problem
                 raise _Rejected(
-                    f"{_episode_name(results, i)}: replaying it failed ({type(exc).__name__}: "
-                    f"{exc})",
+                    f"{_episode_name(results, i)}: replaying it failed ({replay.error})",
                     i,
                     checked=i,
-                ) from exc
+                )
             if replay.problems:
                 raise _Rejected(
                     f"{_episode_name(results, i)} does not replay: {replay.problems[0]}",
