@@ -1,11 +1,24 @@
-"""Self-play rollouts for trainers: a policy against itself or past policies.
+"""Self-play for trainers: a policy against itself or past policies.
 
-`play_episode` and `self_play` run a policy against itself or a pool of past
-policies on any `MultiAgentTextEnv` game and return each seat's trajectory
-with its return, and `RoleBaseline` keeps a per-role running mean of returns
-for role-conditioned advantages (SPIRAL-style), since in most games the seats
-are not equally strong. (A game against built-in opponents, as a single-agent
-env, is `envgym.envs.games.versus.VersusEnv`.)
+This module owns the three rules every self-play rollout follows, so a trainer
+adds only what it needs on top (tokenization, batched generation; see
+`envgym.trainers.common.selfplay_rollout`):
+
+- `GameLoop`: stepping a `MultiAgentTextEnv` game through the PettingZoo AEC
+  loop (``agent_iter``, ``last``, ``step``) one reply at a time, and reward
+  attribution: ``rewards[t]`` of a seat is what it got from its turn ``t`` up
+  to its next turn or the end of the game, read from ``last()`` (PettingZoo's
+  cumulative reward since the seat last acted).
+- `draw_seats`: the learner's seat and its opponents, drawn from a key that
+  names the game alone, so the same game gets the same seats in any process
+  and a resumed run repeats them.
+- `RoleBaseline`: a per-role running mean of returns for role-conditioned
+  advantages (SPIRAL-style), since in most games the seats are not equally
+  strong.
+
+`play_episode` and `self_play` play whole games with plain policies and return
+each seat's `Trajectory`. (A game against built-in opponents, as a
+single-agent env, is `envgym.envs.games.versus.VersusEnv`.)
 """
 
 from __future__ import annotations
@@ -19,9 +32,11 @@ import numpy as np
 from envgym.multiagent import MultiAgentTextEnv, Policy
 
 __all__ = [
+    "GameLoop",
     "Policy",
     "RoleBaseline",
     "Trajectory",
+    "draw_seats",
     "play_episode",
     "self_play",
 ]
@@ -36,15 +51,86 @@ class Trajectory:
     """
 
     player: str
-    policy: str
+    policy: str  # who played it: "self" (the learner) or "pool[k]"
     observations: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     rewards: list[float] = field(default_factory=list)
+    #: ``info`` as the seat saw it before each action
     infos: list[dict[str, Any]] = field(default_factory=list)
+    #: per action: it was a legal move (``info["action_valid"]`` after it)
+    valid: list[bool] = field(default_factory=list)
+    forfeit: bool = False  # the game ended on this seat's invalid reply (it lost)
+    truncated: bool = False  # the game hit its move cap
 
     @property
     def episode_return(self) -> float:
         return float(sum(self.rewards))
+
+    @property
+    def turns(self) -> int:
+        return len(self.actions)
+
+
+class GameLoop:
+    """One game's AEC loop, advanced one reply at a time.
+
+    Resets `game` with `seed` and runs it up to the first seat that must reply:
+    ``to_move`` is then ``(agent, observation, info)``, and `reply` steps that
+    seat's reply and runs on to the next one; ``to_move`` is None once the game
+    is over. Every seat's `Trajectory` in `seats` (one per agent, made by the
+    caller, so a trainer can keep its own fields on them) gets each of its
+    observations, replies and rewards as they happen. Many loops can run side
+    by side, so a trainer can batch one reply from each game.
+    """
+
+    def __init__(
+        self, game: MultiAgentTextEnv, seats: Mapping[str, Trajectory], *, seed: int | None
+    ) -> None:
+        missing = sorted(set(game.possible_agents) - set(seats))
+        if missing:
+            raise ValueError(f"seats {missing} have no trajectory; give one per agent")
+        self.game = game
+        self.seats = seats
+        self.to_move: tuple[str, str, dict[str, Any]] | None = None
+        game.reset(seed=seed)
+        self._turns = iter(game.agent_iter())
+        self._advance()
+
+    @property
+    def over(self) -> bool:
+        return self.to_move is None
+
+    def reply(self, text: str) -> None:
+        """Step the reply of the seat in ``to_move``, then run to the next seat to reply."""
+        if self.to_move is None:
+            raise RuntimeError("the game is over: no seat is to move; start a new GameLoop")
+        agent, observation, info = self.to_move
+        seat = self.seats[agent]
+        seat.observations.append(observation)
+        seat.actions.append(text)
+        seat.rewards.append(0.0)
+        seat.infos.append(info)
+        self.game.step(text)
+        valid = bool(self.game.infos[agent].get("action_valid", True))
+        seat.valid.append(valid)
+        seat.forfeit = self.game.game_over and not valid
+        self._advance()
+
+    def _advance(self) -> None:
+        """Run the AEC loop up to the next seat that must reply, handing each seat
+        the reward ``last()`` shows on the way."""
+        self.to_move = None
+        for agent in self._turns:
+            observation, reward, terminated, truncated, info = self.game.last()
+            seat = self.seats[agent]
+            if seat.rewards:
+                seat.rewards[-1] += float(reward)
+            if terminated or truncated:
+                seat.truncated = bool(truncated)
+                self.game.step(None)
+                continue
+            self.to_move = (agent, observation, dict(info))
+            return
 
 
 def _as_policy(policy: Any) -> Policy:
@@ -68,7 +154,6 @@ def play_episode(
 ) -> dict[str, Trajectory]:
     """Play one game; `policies` is one policy for every seat (pure self-play)
     or a mapping from agent (``player_0``, ...) to policy."""
-    game.reset(seed=seed)
     acting = {
         agent: _as_policy(policies[agent] if isinstance(policies, Mapping) else policies)
         for agent in game.possible_agents
@@ -77,21 +162,36 @@ def play_episode(
     trajectories = {
         agent: Trajectory(agent, names.get(agent, "self")) for agent in game.possible_agents
     }
-    for agent in game.agent_iter():
-        obs, reward, terminated, truncated, info = game.last()
-        trajectory = trajectories[agent]
-        if trajectory.rewards:
-            trajectory.rewards[-1] += float(reward)
-        if terminated or truncated:
-            game.step(None)
-            continue
-        reply = acting[agent](obs, dict(info))
-        trajectory.observations.append(obs)
-        trajectory.actions.append(reply)
-        trajectory.rewards.append(0.0)
-        trajectory.infos.append(dict(info))
-        game.step(reply)
+    loop = GameLoop(game, trajectories, seed=seed)
+    while loop.to_move is not None:
+        agent, observation, info = loop.to_move
+        loop.reply(acting[agent](observation, dict(info)))
     return trajectories
+
+
+def draw_seats(
+    agents: Sequence[str], pool_size: int, pool_prob: float, key: int | Sequence[int]
+) -> dict[str, str]:
+    """Who plays each seat of one game: the learner (``"self"``) in a seat drawn
+    at random, every other seat the learner too or, with probability
+    `pool_prob`, a snapshot ``"pool[k]"`` drawn from a pool of `pool_size`.
+
+    Drawn from ``np.random.default_rng(key)`` alone, where `key` names the game
+    (the trainer's ``[seed, step, game]``, `self_play`'s ``[seed, episode]``):
+    the same game gets the same seats whatever ran before it, so a resumed run,
+    or another rank, draws exactly what an uninterrupted run would.
+    """
+    if not agents:
+        raise ValueError("a game has at least one seat; got no agents")
+    if not 0.0 <= pool_prob <= 1.0:
+        raise ValueError(f"pool_prob must be between 0 and 1, got {pool_prob}")
+    rng = np.random.default_rng(key)
+    learner = int(rng.integers(len(agents)))
+    seats = {}
+    for k, agent in enumerate(agents):
+        use_pool = k != learner and pool_size and rng.random() < pool_prob
+        seats[agent] = f"pool[{int(rng.integers(pool_size))}]" if use_pool else "self"
+    return seats
 
 
 def self_play(
@@ -106,27 +206,21 @@ def self_play(
     """Play `policy` against itself, or, with probability `pool_prob` per seat,
     against policies drawn from `pool` (e.g. past checkpoints).
 
-    The learner's seat changes at random every episode, so it learns every
-    role. Each trajectory's ``policy`` says who played it: ``"self"`` or
-    ``"pool[i]"``; train on the ``"self"`` ones.
+    Episode ``e`` plays seed ``seed + e`` with the seats `draw_seats` gives for
+    the key ``[seed, e]``: the learner's seat changes at random every episode,
+    so it learns every role. Each trajectory's ``policy`` says who played it:
+    ``"self"`` or ``"pool[i]"``; train on the ``"self"`` ones.
     """
     if episodes < 1:
         raise ValueError(f"episodes must be at least 1, got {episodes}")
     if not 0.0 <= pool_prob <= 1.0:
         raise ValueError(f"pool_prob must be between 0 and 1, got {pool_prob}")
-    rng = np.random.default_rng(seed)
+    players = {"self": policy} | {f"pool[{k}]": past for k, past in enumerate(pool)}
     game = game_fn()
     results = []
     for episode in range(episodes):
-        learner = game.possible_agents[int(rng.integers(len(game.possible_agents)))]
-        policies: dict[str, Policy] = {}
-        names: dict[str, str] = {}
-        for agent in game.possible_agents:
-            if agent != learner and pool and rng.random() < pool_prob:
-                k = int(rng.integers(len(pool)))
-                policies[agent], names[agent] = pool[k], f"pool[{k}]"
-            else:
-                policies[agent], names[agent] = policy, "self"
+        names = draw_seats(game.possible_agents, len(pool), pool_prob, [seed, episode])
+        policies = {agent: players[name] for agent, name in names.items()}
         results.append(play_episode(game, policies, seed=seed + episode, names=names))
     return results
 

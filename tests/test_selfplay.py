@@ -13,7 +13,7 @@ import pytest
 import envgym  # noqa: F401
 from envgym.agents import RandomAgent
 from envgym.envs.games import tictactoe_v0
-from envgym.selfplay import RoleBaseline, play_episode, self_play
+from envgym.selfplay import GameLoop, RoleBaseline, Trajectory, draw_seats, play_episode, self_play
 
 LEVELS = {"easy": "random", "medium": "mixed", "hard": "optimal"}
 
@@ -165,6 +165,60 @@ def test_self_play_mixes_in_the_pool_and_rotates_seats():
     assert calls["past"] > 0
     with pytest.raises(ValueError):
         self_play(tictactoe_v0.env, learner, episodes=0)
+
+
+def test_each_game_draws_its_seats_from_its_own_key():
+    """A game's seats depend on its key alone (the trainer's [seed, step, game],
+    self_play's [seed, episode]), never on the games drawn before it: a resumed
+    run, or another rank, draws exactly the seats an uninterrupted run would."""
+    agents = ["player_0", "player_1", "player_2"]
+    keys = [[7, step, game] for step in range(30) for game in range(4)]
+    in_order = [draw_seats(agents, 3, 0.5, key) for key in keys]
+    resumed = [draw_seats(agents, 3, 0.5, key) for key in keys[60:]]
+    assert resumed == in_order[60:]
+    assert all(list(m.values()).count("self") >= 1 for m in in_order)
+    assert {a for m in in_order for a in agents if m[a] == "self"} == set(agents)
+    assert {name for m in in_order for name in m.values()} == {
+        "self",
+        "pool[0]",
+        "pool[1]",
+        "pool[2]",
+    }
+    assert all(set(draw_seats(agents, 0, 1.0, [0, g]).values()) == {"self"} for g in range(10))
+    with pytest.raises(ValueError, match="pool_prob"):
+        draw_seats(agents, 2, 1.5, 0)
+
+    # self_play plays episode e with the seats of the key [seed, e].
+    def first(obs, info):
+        return f"<answer>{info['admissible_actions'][0]}</answer>"
+
+    played = self_play(tictactoe_v0.env, first, episodes=12, seed=5, pool=[first], pool_prob=0.5)
+    names = [{agent: t.policy for agent, t in ep.items()} for ep in played]
+    assert names == [draw_seats(["player_0", "player_1"], 1, 0.5, [5, e]) for e in range(12)]
+
+
+def test_the_game_loop_steps_one_reply_at_a_time_and_says_when_it_is_over():
+    game = tictactoe_v0.raw_env()
+    seats = {agent: Trajectory(agent, "self") for agent in game.possible_agents}
+    loop = GameLoop(game, seats, seed=0)
+    # X plays the top row; O answers nonsense once (and moves again), then the middle row.
+    script = ["<answer>1</answer>", "no", "<answer>4</answer>"]
+    script += ["<answer>2</answer>", "<answer>5</answer>", "<answer>3</answer>"]
+    movers = []
+    while not loop.over:
+        agent, observation, info = loop.to_move
+        assert info["player"] == agent and observation
+        movers.append(agent)
+        loop.reply(script.pop(0))
+    assert movers == ["player_0", "player_1", "player_1", "player_0", "player_1", "player_0"]
+    x, o = seats["player_0"], seats["player_1"]
+    assert x.rewards == [0.0, 0.0, 1.0] and x.valid == [True] * 3 and not x.forfeit
+    assert o.valid == [False, True, True] and o.rewards == [0.0, 0.0, -1.0]
+    assert len(o.observations) == 3 and "Invalid move" in o.observations[1]
+    with pytest.raises(RuntimeError, match="game is over"):
+        loop.reply("<answer>9</answer>")
+    with pytest.raises(ValueError, match="player_1"):
+        GameLoop(game, {"player_0": Trajectory("player_0", "self")}, seed=0)
 
 
 def test_role_baseline_gives_role_conditioned_advantages():

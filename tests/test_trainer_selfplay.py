@@ -173,6 +173,36 @@ def test_each_seat_gets_its_own_chat_tokens_and_rewards(chat):
     )
 
 
+def test_the_batched_rollout_and_play_episode_give_each_seat_the_same_game(chat):
+    """One owner of AEC stepping and reward attribution: the trainer's batched
+    rollout and `envgym.selfplay.play_episode`, given the same replies, record
+    the same trajectory for every seat (rewards, validity, forfeit, observations)."""
+    from envgym.selfplay import play_episode
+
+    for script in (
+        answers("1", "4", "2", "5", "3"),  # X wins on the top row
+        ["<answer>5</answer>", "I pass", "still no"],  # O forfeits
+        answers("1", "2", "3", "5", "4", "6", "8", "7", "9"),  # a draw
+    ):
+        played, _ = play_games(
+            [TicTacToe()],
+            [{"player_0": "self", "player_1": "self"}],
+            {"self": ScriptedBackend(chat, script)},
+            chat,
+            SamplingParams(max_new_tokens=8),
+            seeds=[2],
+        )
+        replies = iter(script)
+        alone = play_episode(TicTacToe(), lambda obs, info, r=replies: next(r), seed=2)
+        for agent, seat in played[0].items():
+            other = alone[agent]
+            assert (seat.replies, seat.rewards, seat.valid) == (
+                other.actions, other.rewards, other.valid
+            )  # fmt: skip
+            assert (seat.forfeit, seat.truncated) == (other.forfeit, other.truncated)
+            assert seat.observations == other.observations
+
+
 def test_without_history_each_move_is_its_own_prompt_and_sample(chat):
     from envgym.trainers.selfplay import training_samples
 

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from envgym.registry import ENV_SPECS
-from envgym.selfplay import RoleBaseline
+from envgym.selfplay import RoleBaseline, draw_seats
 from envgym.trainers.common.config import option
 from envgym.trainers.common.distributed import Distributed
 from envgym.trainers.common.policy import BACKENDS
@@ -206,14 +206,9 @@ def seat_map(
 ) -> dict:
     """Who plays each seat of game ``game`` of ``step``: the learner (``"self"``)
     in a random seat, every other seat the learner or, with ``pool_prob``, a
-    random pool snapshot. Drawn from the step and game, so a resumed run repeats it."""
-    rng = np.random.default_rng([config.seed, step, game])
-    learner = int(rng.integers(len(agents)))
-    seats = {}
-    for k, agent in enumerate(agents):
-        use_pool = k != learner and pool and rng.random() < config.pool_prob
-        seats[agent] = f"pool[{int(rng.integers(pool))}]" if use_pool else "self"
-    return seats
+    random pool snapshot (`envgym.selfplay.draw_seats`). Drawn from the key
+    ``[seed, step, game]`` alone, so a resumed run repeats it."""
+    return draw_seats(agents, pool, config.pool_prob, [config.seed, step, game])
 
 
 def evaluate_against_builtins(

@@ -12,23 +12,26 @@ game's system prompt, the seat's observations as user turns, its replies as
 generated ids with the loss on them), so a seat trains like a single-agent
 episode.
 
-Rewards follow `envgym.selfplay.play_episode`: ``rewards[t]`` is what the
-seat got from its turn ``t`` up to its next turn or the end of the game, read
-from ``last()`` (PettingZoo's cumulative reward since the seat last acted).
-An invalid reply is a turn too (the seat moves again, warned); a second one
-in a turn loses the game, and the seat's `SeatEpisode.forfeit` says so. A
-game whose next prompt would not fit the model's context (``max_tokens``)
-stops there: every seat of it is marked ``context_full`` (train on none).
+The game is stepped by `envgym.selfplay.GameLoop`, the one owner of AEC
+stepping and reward attribution (``rewards[t]`` is what the seat got from its
+turn ``t`` up to its next turn or the end of the game), and a `SeatEpisode` is
+its `envgym.selfplay.Trajectory` with the tokens added. An invalid reply is a
+turn too (the seat moves again, warned); a second one in a turn loses the
+game, and the seat's ``forfeit`` says so. A game whose next prompt would not
+fit the model's context (``max_tokens``) stops there: every seat of it is
+marked ``context_full`` (train on none). Who plays each seat is
+`envgym.selfplay.draw_seats`'s to say (the trainer's ``seat_map``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from envgym.evaluation.tracks import check_training_seeds
 from envgym.multiagent import MultiAgentTextEnv
+from envgym.selfplay import GameLoop, Trajectory
 from envgym.trainers.common.generation import GenerationBackend, SamplingParams
 from envgym.trainers.common.rollout import RolloutTimes
 from envgym.trainers.common.tokenization import ChatTokenizer, EpisodeTokens
@@ -36,33 +39,29 @@ from envgym.trainers.common.tokenization import ChatTokenizer, EpisodeTokens
 __all__ = ["SeatEpisode", "play_games"]
 
 
-@dataclass
-class SeatEpisode:
-    """One seat's side of one game: its chat, its tokens and what it got."""
+@dataclass(kw_only=True)
+class SeatEpisode(Trajectory):
+    """One seat's side of one game: its `Trajectory` (``player``, ``policy``,
+    observations, replies as ``actions``, rewards, ``valid``, ``forfeit``,
+    ``truncated``) with its chat and tokens."""
 
     game: int  # the game's index in the batch
     seed: int
-    player: str  # the seat (role): "player_0", "player_1", ...
-    policy: str  # who played it: "self" (the learner) or "pool[k]"
     tokens: EpisodeTokens = field(default_factory=EpisodeTokens)
     messages: list[dict[str, str]] = field(default_factory=list)
     #: without history: each move's own prompt and reply (one turn each)
     moves: list[EpisodeTokens] = field(default_factory=list)
-    replies: list[str] = field(default_factory=list)
-    rewards: list[float] = field(default_factory=list)  # per turn
-    valid: list[bool] = field(default_factory=list)  # per turn: the reply was a legal move
     stopped: list[bool] = field(default_factory=list)  # per turn: ended with a stop token
-    forfeit: bool = False  # lost the game by a second invalid reply in one turn
-    truncated: bool = False  # the game hit its move cap
     context_full: bool = False  # the game stopped: a prompt would not fit the model
 
     @property
-    def episode_return(self) -> float:
-        return float(sum(self.rewards))
+    def replies(self) -> list[str]:
+        """The seat's replies (its trajectory's ``actions``)."""
+        return self.actions
 
-    @property
-    def turns(self) -> int:
-        return len(self.replies)
+    @replies.setter
+    def replies(self, value: list[str]) -> None:
+        self.actions = value
 
 
 def play_games(
@@ -106,9 +105,8 @@ def play_games(
     times = RolloutTimes()
     t0 = time.perf_counter()
     episodes: list[dict[str, SeatEpisode]] = []
-    turns: list[Iterator[str]] = []
+    loops: list[GameLoop] = []
     for i, game in enumerate(games):
-        game.reset(seed=int(seeds[i]))
         missing = set(game.possible_agents) - set(seats[i])
         unknown = set(seats[i].values()) - set(backends)
         if missing or unknown:
@@ -118,15 +116,13 @@ def play_games(
             )
         episodes.append(
             {
-                agent: SeatEpisode(i, int(seeds[i]), agent, seats[i][agent])
+                agent: SeatEpisode(game=i, seed=int(seeds[i]), player=agent, policy=seats[i][agent])
                 for agent in game.possible_agents
             }
         )
-        turns.append(iter(game.agent_iter()))
+        loops.append(GameLoop(game, episodes[i], seed=int(seeds[i])))
     # game -> (seat to move, its observation); a game leaves when it is over.
-    waiting: dict[int, tuple[str, str]] = {}
-    for i in range(len(games)):
-        _advance(games[i], turns[i], episodes[i], waiting, i)
+    waiting = {i: loop.to_move[:2] for i, loop in enumerate(loops) if loop.to_move is not None}
     times.env_s += time.perf_counter() - t0
     while waiting:
         t0 = time.perf_counter()
@@ -157,41 +153,14 @@ def play_games(
                 times.generated_tokens += sum(len(r) for r in replies)
             for i, ids in zip(batch, replies, strict=True):
                 t0 = time.perf_counter()
-                agent = waiting[i][0]
-                seat = episodes[i][agent]
+                seat = episodes[i][waiting[i][0]]
                 reply = chat.add_reply(seat.messages, seat.tokens, ids)
-                seat.replies.append(reply)
-                seat.rewards.append(0.0)
                 seat.stopped.append(bool(ids) and ids[-1] in backend.stop_token_ids)
                 times.tokenization_s += time.perf_counter() - t0
                 t0 = time.perf_counter()
-                game = games[i]
-                game.step(reply)
-                seat.valid.append(bool(game.infos[agent]["action_valid"]))
-                seat.forfeit = game.game_over and not seat.valid[-1]
-                del waiting[i]
-                _advance(game, turns[i], episodes[i], waiting, i)
+                loops[i].reply(reply)
+                del waiting[i]  # and back at the end, as the order of the next batch
+                if loops[i].to_move is not None:
+                    waiting[i] = loops[i].to_move[:2]
                 times.env_s += time.perf_counter() - t0
     return episodes, times
-
-
-def _advance(
-    game: MultiAgentTextEnv,
-    turns: Iterator[str],
-    seats: dict[str, SeatEpisode],
-    waiting: dict[int, tuple[str, str]],
-    index: int,
-) -> None:
-    """Run the AEC loop of one game up to the next seat that must reply
-    (recorded in ``waiting``), handing each seat the reward ``last()`` shows."""
-    for agent in turns:
-        observation, reward, terminated, truncated, _ = game.last()
-        seat = seats[agent]
-        if seat.rewards:
-            seat.rewards[-1] += float(reward)
-        if terminated or truncated:
-            seat.truncated = bool(truncated)
-            game.step(None)
-            continue
-        waiting[index] = (agent, observation)
-        return
