@@ -10,11 +10,21 @@ from typing import Any
 
 from gymnasium.envs.registration import parse_env_id
 
-__all__ = ["RESERVED_AGENT_NAMES", "EnvSpec", "EnvSpecError", "check_spec"]
+__all__ = [
+    "GENERIC_AGENTS",
+    "LLM_KINDS",
+    "RESERVED_AGENT_NAMES",
+    "EnvSpec",
+    "EnvSpecError",
+    "check_spec",
+]
 
-#: The ``--agent`` words every env has (random, oracle) and the LLM agent kinds
-#: (``openai:``, ``hf:``, ``vllm:``): an env's own agents take other names.
-RESERVED_AGENT_NAMES = ("random", "oracle", "openai", "hf", "vllm")
+#: The ``--agent`` words every env has (`envgym.agents` builds them).
+GENERIC_AGENTS = ("random", "oracle")
+#: The LLM agents' kinds, ``KIND:...`` (``openai:URL#MODEL``, ``hf:PATH``, ``vllm:PATH``).
+LLM_KINDS = ("openai", "hf", "vllm")
+#: Names an env's own agents cannot take.
+RESERVED_AGENT_NAMES = (*GENERIC_AGENTS, *LLM_KINDS)
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _AGENT_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 import gymnasium as gym
 import numpy as np
 
+from envgym.envspec import GENERIC_AGENTS, LLM_KINDS
 from envgym.registry import get_spec, list_envs, load_entry_point
 
 __all__ = [
@@ -37,15 +38,11 @@ __all__ = [
     "RandomAgent",
     "agent_forms",
     "agent_names",
+    "check_agent_for",
     "is_batch_agent",
     "make_agent",
     "parse_agent_spec",
 ]
-
-#: The agents every env has, named by a plain word.
-GENERIC_AGENTS = ("random", "oracle")
-#: The LLM agents, ``KIND:...``.
-LLM_KINDS = ("openai", "hf", "vllm")
 
 
 def agent_names() -> tuple[str, ...]:
@@ -202,17 +199,27 @@ def make_agent(name: str, env: gym.Env | None, seed: int | None = None, **option
     if env is None:
         raise ValueError(f"the {name} agent needs the env it plays")
     env_id = env.spec.id if env.spec is not None else None
+    if name == "oracle" and env_id is None:
+        raise ValueError("the oracle agent needs an env made with gym.make('envgym/...')")
+    check_agent_for(name, env_id)
+    env_spec = get_spec(env_id)
+    target = env_spec.oracle if name == "oracle" else env_spec.agents[name]
+    return load_entry_point(target)(env.unwrapped)
+
+
+def check_agent_for(name: str, env_id: str | None) -> None:
+    """ValueError when the plain-word agent `name` cannot play `env_id`: the
+    oracle of an env without one, or another env's own agent. LLM agents
+    (``openai:...``) and random play every env."""
+    if name == "random" or parse_agent_spec(name).kind in LLM_KINDS:
+        return
     if name == "oracle":
-        if env_id is None:
-            raise ValueError("the oracle agent needs an env made with gym.make('envgym/...')")
-        oracle = get_spec(env_id).oracle
-        if oracle is None:
+        if get_spec(env_id).oracle is None:
             raise ValueError(f"{env_id} has no oracle agent; use --agent random")
-        return load_entry_point(oracle)(env.unwrapped)
+        return
     env_spec = next((s for s in list_envs() if s.id == env_id), None)
     if env_spec is None or name not in env_spec.agents:
         owners = ", ".join(s.id for s in list_envs() if name in s.agents)
         raise ValueError(
             f"the {name} agent is {owners}'s own; for {env_id or 'this env'} use random or oracle"
         )
-    return load_entry_point(env_spec.agents[name])(env.unwrapped)
