@@ -301,7 +301,14 @@ def _plugin_specs(loaded: Any) -> list[EnvSpec]:
     """The specs an entry point names: an EnvSpec, or a callable returning one or several."""
     if callable(loaded) and not isinstance(loaded, EnvSpec):
         loaded = loaded()
-    specs = [loaded] if isinstance(loaded, EnvSpec) else list(loaded)
+    if isinstance(loaded, EnvSpec):
+        loaded = [loaded]
+    if not isinstance(loaded, list | tuple):
+        raise EnvSpecError(
+            "an envgym.envs entry point names an EnvSpec, or a function returning one or a "
+            f"list of them; got {type(loaded).__name__}"
+        )
+    specs = list(loaded)
     for spec in specs:
         check_spec(spec)
     ids = [spec.id for spec in specs]

@@ -84,6 +84,17 @@ def test_the_guide_shows_every_file_of_the_package():
     )
 
 
+def test_the_guides_other_python_blocks_run_with_the_plugin_installed(plugin_env):
+    files = set(guide_files().values())
+    blocks = re.findall(r"^```python\n(.*?)^```", GUIDE.read_text(), flags=re.M | re.S)
+    snippets = [block for block in blocks if block not in files]
+    assert len(snippets) == 2
+    check = "assert {'parity/Parity-v0', 'mine/Parity-v0'} <= {s.id for s in envgym.list_envs()}"
+    ran = run(plugin_env, "-c", "\n".join([*snippets, check, "print(obs)"]))
+    assert ran.returncode == 0, ran.stderr
+    assert re.fullmatch(r"Is \d+ even or odd\?\n", ran.stdout)
+
+
 def test_envgym_lists_the_plugin_shows_its_manual_and_runs_its_command(plugin_env):
     listed = envgym(plugin_env, "list")
     assert listed.returncode == 0, listed.stderr
@@ -174,9 +185,10 @@ version = "0.0.1"
 
 [project.entry-points."envgym.envs"]
 broken = "broken_env:SPEC"
+wrong = "wrong_env:SPEC"
 
 [tool.setuptools]
-packages = ["broken_env"]
+packages = ["broken_env", "wrong_env"]
 """
 
 
@@ -185,9 +197,13 @@ def test_a_broken_plugin_warns_naming_itself_and_envgym_still_works(tmp_path):
     (package / "broken_env").mkdir(parents=True)
     (package / "pyproject.toml").write_text(BROKEN_PYPROJECT)
     (package / "broken_env" / "__init__.py").write_text("import no_such_dependency_here\n")
+    (package / "wrong_env").mkdir()
+    (package / "wrong_env" / "__init__.py").write_text("SPEC = 42\n")
     pip_install(package, tmp_path / "site")
     listed = envgym(with_path(tmp_path / "site"), "list")
     assert listed.returncode == 0, listed.stderr
-    assert "EnvPluginWarning" in listed.stderr
-    assert "envgym-broken 0.0.1" in listed.stderr and "no_such_dependency_here" in listed.stderr
+    warned = sorted(line for line in listed.stderr.splitlines() if "EnvPluginWarning" in line)
+    assert len(warned) == 2, listed.stderr
+    assert "'broken' of envgym-broken 0.0.1" in warned[0] and "no_such_dependency_here" in warned[0]
+    assert "'wrong' of envgym-broken 0.0.1" in warned[1] and "got int" in warned[1]
     assert "envgym/Sokoban-v0" in listed.stdout and "envgym/Search-v0" in listed.stdout
