@@ -186,6 +186,7 @@ version = "0.0.1"
 [project.entry-points."envgym.envs"]
 broken = "broken_env:SPEC"
 wrong = "wrong_env:SPEC"
+pair = "wrong_env:pair"
 
 [tool.setuptools]
 packages = ["broken_env", "wrong_env"]
@@ -193,12 +194,30 @@ packages = ["broken_env", "wrong_env"]
 
 
 def test_a_broken_plugin_warns_naming_itself_and_envgym_still_works(tmp_path):
+    """Entry points of one distribution: one that does not import, one naming
+    an int, and a function returning two good specs."""
     package = tmp_path / "envgym-broken"
     (package / "broken_env").mkdir(parents=True)
     (package / "pyproject.toml").write_text(BROKEN_PYPROJECT)
     (package / "broken_env" / "__init__.py").write_text("import no_such_dependency_here\n")
     (package / "wrong_env").mkdir()
-    (package / "wrong_env" / "__init__.py").write_text("SPEC = 42\n")
+    (package / "wrong_env" / "__init__.py").write_text(
+        textwrap.dedent(
+            """\
+            from envgym import EnvSpec
+
+            SPEC = 42
+
+
+            def pair():
+                guess = "envgym.envs.guess_number:GuessNumberEnv"
+                return [
+                    EnvSpec(id=f"pair/Guess{n}-v0", entry_point=guess, description="", tags=())
+                    for n in "AB"
+                ]
+            """
+        )
+    )
     pip_install(package, tmp_path / "site")
     listed = envgym(with_path(tmp_path / "site"), "list")
     assert listed.returncode == 0, listed.stderr
@@ -207,3 +226,4 @@ def test_a_broken_plugin_warns_naming_itself_and_envgym_still_works(tmp_path):
     assert "'broken' of envgym-broken 0.0.1" in warned[0] and "no_such_dependency_here" in warned[0]
     assert "'wrong' of envgym-broken 0.0.1" in warned[1] and "got int" in warned[1]
     assert "envgym/Sokoban-v0" in listed.stdout and "envgym/Search-v0" in listed.stdout
+    assert "pair/GuessA-v0" in listed.stdout and "pair/GuessB-v0" in listed.stdout

@@ -18,7 +18,7 @@ from envgym.cli import main
 from envgym.envspec import EnvSpecError
 from envgym.evaluation import EvaluationError, evaluate
 
-OWN_AGENT = f"{GUESS_SPEC.oracle.partition(':')[0]}:GuessOracle"
+OWN_AGENT = GUESS_SPEC.oracle  # the guess env's bisecting solver, as an agent of its own
 GUESS_WITH_AGENT = dataclasses.replace(GUESS_SPEC, agents={"bisect": OWN_AGENT})
 
 
