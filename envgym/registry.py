@@ -1,39 +1,58 @@
-"""The list of envgym environments, registered with Gymnasium at import time.
+"""The one registry of envgym environments, registered with Gymnasium at import time.
 
-Gymnasium 1.x no longer loads entry-point plugins, so `import envgym` calls
-`register_envs()` which registers every id below. Each id's entry point is an
-`EnvFactory`: ``gym.make(id)`` builds the env class in this process, and
-``gym.make(id, backend="docker")`` hands the same arguments to the backend's
-class (named here by a "module:Class" string, as env classes are, so the
-registry imports no backend code). `list_envs()` gives the same list with tags
-and difficulty levels for tools (the CLI, the leaderboard); `make_text_env` is
-``gym.make`` with errors that say what to fix.
+It holds envgym's own ids (`ENV_SPECS` below), every spec that an installed
+distribution declares in the ``envgym.envs`` entry-point group, and every spec
+passed to `register`. Gymnasium 1.x no longer loads entry-point plugins, so
+`import envgym` calls `register_envs()`, which loads the plugins once and
+registers every id with Gymnasium. A plugin that fails to load is reported as
+an `EnvPluginWarning` naming its distribution; envgym's own ids are unaffected.
+
+Each id's Gymnasium entry point is an `EnvFactory`: ``gym.make(id)`` builds the
+env class in this process, and ``gym.make(id, backend="docker")`` hands the same
+arguments to the backend's class (named here by a "module:Class" string, as env
+classes are, so the registry imports no backend code). `list_envs()` and
+`get_spec()` are what every tool reads (the CLI, evaluation, baselines, the
+contract tests, the leaderboard); `make_text_env` is ``gym.make`` with errors
+that say what to fix.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.metadata
+import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 from gymnasium import spaces
 
+from envgym.envspec import EnvSpec, EnvSpecError, check_spec
+
 __all__ = [
     "BACKENDS",
     "ENV_SPECS",
+    "PLUGIN_GROUP",
     "EnvCreationError",
     "EnvFactory",
+    "EnvPluginWarning",
     "EnvSpec",
+    "EnvSpecError",
     "get_spec",
     "list_envs",
     "load_entry_point",
+    "load_plugins",
     "make_text_env",
     "missing_data",
+    "register",
     "register_envs",
+    "unregister",
 ]
+
+#: The entry-point group an installed distribution declares its envs in, e.g.
+#: ``[project.entry-points."envgym.envs"] coin = "coinflip:SPEC"``.
+PLUGIN_GROUP = "envgym.envs"
 
 #: Where an env can run: "local" (this process) or a backend class that takes
 #: ``(env_id, env_kwargs, render_mode=...)`` and returns a `gymnasium.Env`.
@@ -48,26 +67,8 @@ class EnvCreationError(ValueError):
     import, or spaces that are not text."""
 
 
-@dataclass(frozen=True)
-class EnvSpec:
-    """One envgym environment id and what tools need to know about it."""
-
-    id: str
-    entry_point: str
-    description: str
-    tags: tuple[str, ...]
-    difficulties: tuple[str, ...] = ("easy", "medium", "hard")
-    default_difficulty: str = "easy"
-    #: "module:Class" of the env's oracle agent (a solver or planner), if any.
-    oracle: str | None = None
-    #: "module:function" that raises FileNotFoundError, saying what to download,
-    #: when the data the env needs (files envgym cannot ship) is not on this machine.
-    data_check: str | None = None
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    #: Constructor arguments a scored (leaderboard) run may set besides
-    #: "difficulty" and the preset settings: ones that pick the task, never a
-    #: backend, service, path or a change to how rewards are counted.
-    scoring_kwargs: tuple[str, ...] = ()
+class EnvPluginWarning(UserWarning):
+    """An installed env plugin (an ``envgym.envs`` entry point) that could not be loaded."""
 
 
 ENV_SPECS: tuple[EnvSpec, ...] = (
@@ -101,6 +102,8 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         tags=("search", "tool-use", "multi-turn", "question-answering", "search-r1-like"),
         oracle="envgym.envs.search.oracle:SearchOracle",
         scoring_kwargs=("num_docs", "world_seed", "distractors", "top_k"),
+        agents={"nosearch": "envgym.envs.search.oracle:NoSearchAgent"},
+        commands=("envgym.cli.search:add_commands",),
     ),
     EnvSpec(
         id="envgym/Shop-v0",
@@ -109,6 +112,7 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         tags=("shopping", "web", "multi-turn", "webshop-like"),
         oracle="envgym.envs.shop.oracle:ShopOracle",
         scoring_kwargs=("num_products", "catalogue_seed", "observation"),
+        commands=("envgym.cli.shop:add_commands",),
     ),
     EnvSpec(
         id="envgym/WebShop-v0",
@@ -233,17 +237,121 @@ class EnvFactory:
         return hash(self.env_id)
 
 
-def register_envs() -> None:
-    """Register every envgym id with Gymnasium (idempotent)."""
-    for spec in ENV_SPECS:
-        if spec.id in gym.registry:
-            continue
+#: The one registry: every id envgym knows, in the order tools list them, and
+#: where each came from (for errors): "envgym", "envgym.register" or a plugin.
+_SPECS: dict[str, EnvSpec] = {spec.id: spec for spec in ENV_SPECS}
+_ORIGINS: dict[str, str] = dict.fromkeys(_SPECS, "envgym")
+_plugins_loaded = False
+
+
+def _gym_register(spec: EnvSpec) -> None:
+    if spec.id not in gym.registry:
         gym.register(
             id=spec.id,
             entry_point=EnvFactory(spec.id),
             kwargs=dict(spec.kwargs),
             nondeterministic=False,
         )
+
+
+def _check_free(spec: EnvSpec) -> bool:
+    """False when this very spec is registered already; EnvSpecError when its id is taken."""
+    known = _SPECS.get(spec.id)
+    if known == spec:
+        return False
+    if known is not None:
+        raise EnvSpecError(
+            f"{spec.id} is already registered (by {_ORIGINS[spec.id]}); give yours another "
+            "id, or envgym.unregister it first"
+        )
+    if spec.id in gym.registry:
+        raise EnvSpecError(f"{spec.id} is already registered with Gymnasium by other code")
+    return True
+
+
+def register(spec: EnvSpec) -> None:
+    """Add `spec` to envgym's registry and register its id with Gymnasium.
+
+    From then on ``gym.make(spec.id)``, `list_envs`, `get_spec` and every tool
+    built on them (``envgym list``/``eval``/``baselines``, the contract tests,
+    the leaderboard) know the id. Registering the same spec again does nothing;
+    raises `EnvSpecError` for a malformed spec or an id already taken. Ids
+    registered this way exist in this process only: for worker processes,
+    declare the spec in the ``envgym.envs`` entry-point group instead.
+    """
+    check_spec(spec)
+    if _check_free(spec):
+        _add(spec, "envgym.register")
+
+
+def _add(spec: EnvSpec, origin: str) -> None:
+    _SPECS[spec.id] = spec
+    _ORIGINS[spec.id] = origin
+    _gym_register(spec)
+
+
+def unregister(env_id: str) -> None:
+    """Remove `env_id` from envgym's registry and from Gymnasium's (for tests)."""
+    get_spec(env_id)  # KeyError naming close matches
+    del _SPECS[env_id], _ORIGINS[env_id]
+    gym.registry.pop(env_id, None)
+
+
+def _plugin_specs(loaded: Any) -> list[EnvSpec]:
+    """The specs an entry point names: an EnvSpec, or a callable returning one or several."""
+    if callable(loaded) and not isinstance(loaded, EnvSpec):
+        loaded = loaded()
+    if isinstance(loaded, EnvSpec):
+        loaded = [loaded]
+    if not isinstance(loaded, list | tuple):
+        raise EnvSpecError(
+            "an envgym.envs entry point names an EnvSpec, or a function returning one or a "
+            f"list of them; got {type(loaded).__name__}"
+        )
+    specs = list(loaded)
+    for spec in specs:
+        check_spec(spec)
+    ids = [spec.id for spec in specs]
+    if len(set(ids)) != len(ids):
+        raise EnvSpecError(f"the same id is declared twice in {ids}")
+    return specs
+
+
+def load_plugins() -> None:
+    """Register the specs of every installed ``envgym.envs`` entry point, once per process.
+
+    An entry point names an `EnvSpec`, or a callable returning one or several.
+    A plugin that does not import, names something else, or reuses a taken id
+    is skipped with an `EnvPluginWarning` naming its distribution and the error.
+    """
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for entry in importlib.metadata.entry_points(group=PLUGIN_GROUP):
+        dist = (
+            f"{entry.dist.name} {entry.dist.version}" if entry.dist else "an unknown distribution"
+        )
+        origin = f"the env plugin {entry.name!r} of {dist}"
+        try:
+            specs = _plugin_specs(entry.load())
+            fresh = [spec for spec in specs if _check_free(spec)]
+        except Exception as exc:  # a plugin's own bug must not break envgym
+            warnings.warn(
+                f"envgym: skipped {origin} ({entry.value}): {type(exc).__name__}: {exc}",
+                EnvPluginWarning,
+                stacklevel=2,
+            )
+            continue
+        for spec in fresh:
+            _add(spec, origin)
+
+
+def register_envs() -> None:
+    """Register every envgym id, installed plugins' included, with Gymnasium (idempotent)."""
+    load_plugins()
+    for spec in _SPECS.values():
+        _gym_register(spec)
 
 
 def missing_data(spec: EnvSpec) -> str | None:
@@ -258,17 +366,15 @@ def missing_data(spec: EnvSpec) -> str | None:
 
 
 def list_envs(tag: str | None = None) -> list[EnvSpec]:
-    """Every envgym env spec, optionally only those carrying `tag`."""
-    return [s for s in ENV_SPECS if tag is None or tag in s.tags]
+    """Every registered env spec (envgym's, then plugins'), optionally only those carrying `tag`."""
+    return [s for s in _SPECS.values() if tag is None or tag in s.tags]
 
 
 def get_spec(env_id: str) -> EnvSpec:
     """The spec for `env_id`; a clear error with close matches if there is none."""
-    for spec in ENV_SPECS:
-        if spec.id == env_id:
-            return spec
-    known = [s.id for s in ENV_SPECS]
-    close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.4)
+    if isinstance(env_id, str) and env_id in _SPECS:
+        return _SPECS[env_id]
+    close = difflib.get_close_matches(str(env_id), list(_SPECS), n=3, cutoff=0.4)
     hint = f" Did you mean {', '.join(close)}?" if close else ""
     raise KeyError(f"no envgym environment {env_id!r}.{hint} Run `envgym list` to see all ids.")
 

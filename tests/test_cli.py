@@ -10,12 +10,13 @@ import io
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
 from rich.console import Console
-from test_evaluation import GUESS_ID, GuessEnv, register_guess_env
+from test_evaluation import GUESS_ID, GUESS_SPEC, GuessEnv, registered
 
 from envgym.agents import make_agent
 from envgym.cli import main
@@ -30,8 +31,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def guess_env(monkeypatch: pytest.MonkeyPatch) -> str:
-    return register_guess_env(monkeypatch)
+def guess_env() -> Iterator[str]:
+    with registered(GUESS_SPEC):
+        yield GUESS_ID
 
 
 def envgym_cli(*args: str, input: str | None = None, cwd: Path | None = None):

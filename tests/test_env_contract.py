@@ -32,7 +32,8 @@ def test_every_spec_is_registered_with_gymnasium():
     assert ENV_IDS, "no envgym ids registered"
     for env_id in ENV_IDS:
         assert env_id in gym.registry
-        assert env_id.startswith("envgym/")
+        namespace, _, version = gym.envs.registration.parse_env_id(env_id)
+        assert namespace and version is not None, f"{env_id} is not NAMESPACE/Name-vN"
 
 
 #: Constructor arguments beyond difficulty that change an env's shape.

@@ -6,22 +6,23 @@ do not depend on any shipped env; `test_real_env_*` run the registered ids.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import dataclasses
 import json
 import os
 import re
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import jsonschema
 import pytest
 
 import envgym
-import envgym.registry
 from envgym.core import TextEnv, Turn
 from envgym.evaluation import (
     EvaluationError,
@@ -124,18 +125,23 @@ GUESS_SPEC = EnvSpec(
 )
 
 
-def register_guess_env(monkeypatch: pytest.MonkeyPatch) -> str:
-    """Register GuessEnv with gymnasium and envgym's registry until the test ends."""
-    monkeypatch.setitem(
-        gym.registry, GUESS_ID, gym.envs.registration.EnvSpec(id=GUESS_ID, entry_point=GuessEnv)
-    )
-    monkeypatch.setattr(envgym.registry, "ENV_SPECS", envgym.registry.ENV_SPECS + (GUESS_SPEC,))
-    return GUESS_ID
+@contextlib.contextmanager
+def registered(*specs: EnvSpec) -> Iterator[None]:
+    """`envgym.register` each of `specs`, and unregister them when the block ends."""
+    try:
+        for spec in specs:
+            envgym.register(spec)
+        yield
+    finally:
+        for spec in specs:
+            if spec.id in {s.id for s in list_envs()}:
+                envgym.unregister(spec.id)
 
 
 @pytest.fixture
-def guess_env(monkeypatch: pytest.MonkeyPatch) -> str:
-    return register_guess_env(monkeypatch)
+def guess_env() -> Iterator[str]:
+    with registered(GUESS_SPEC):
+        yield GUESS_ID
 
 
 # ------------------------------------------------------------ results files
@@ -403,18 +409,30 @@ def test_unwritable_out_path_fails_before_any_episode(guess_env, tmp_path):
     assert calls == []
 
 
-def test_oracle_on_an_env_without_one_says_to_use_random(monkeypatch, guess_env):
-    no_oracle = EnvSpec(**{**GUESS_SPEC.__dict__, "oracle": None})
-    monkeypatch.setattr(envgym.registry, "ENV_SPECS", (no_oracle,))
-    with pytest.raises(EvaluationError, match="no oracle agent; use --agent random"):
-        evaluate(guess_env, "oracle")
+def test_oracle_on_an_env_without_one_says_to_use_random():
+    with registered(dataclasses.replace(GUESS_SPEC, oracle=None)):
+        with pytest.raises(EvaluationError, match="no oracle agent; use --agent random"):
+            evaluate(GUESS_ID, "oracle")
 
 
 # ------------------------------------------------------------------ hashing
+HASHED_SPEC = EnvSpec(
+    id="envgym-test/Hashed-v0", entry_point="hashed_env_pkg:Env", description="", tags=()
+)
+
+
+@pytest.fixture
+def hashed_env_id() -> Iterator[str]:
+    """The id of ``hashed_env_pkg:Env``, registered for one test (`make_hashed_env` writes it)."""
+    with registered(HASHED_SPEC):
+        yield HASHED_SPEC.id
+
+
 def make_hashed_env(
     monkeypatch: pytest.MonkeyPatch, folder: Path, files: dict[str, str] | None = None
 ) -> str:
-    """Write the package ``hashed_env_pkg`` into `folder` and register an id for its Env.
+    """Write the package ``hashed_env_pkg`` into `folder` and put it on the path, for
+    the id `hashed_env_id` registers.
 
     The env module imports a sibling inside a function, through a relative import.
     """
@@ -438,13 +456,10 @@ def make_hashed_env(
     for name in [m for m in sys.modules if m.partition(".")[0] == "hashed_env_pkg"]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.syspath_prepend(str(folder))
-    env_id = "envgym-test/Hashed-v0"
-    spec = EnvSpec(id=env_id, entry_point="hashed_env_pkg:Env", description="", tags=())
-    monkeypatch.setattr(envgym.registry, "ENV_SPECS", envgym.registry.ENV_SPECS + (spec,))
-    return env_id
+    return HASHED_SPEC.id
 
 
-def test_env_hash_changes_with_the_code_the_env_runs_only(tmp_path, monkeypatch):
+def test_env_hash_changes_with_the_code_the_env_runs_only(tmp_path, monkeypatch, hashed_env_id):
     env_id = make_hashed_env(monkeypatch, tmp_path)
     package = tmp_path / "hashed_env_pkg"
     before = env_hash(env_id)
@@ -462,7 +477,7 @@ def test_env_hash_changes_with_the_code_the_env_runs_only(tmp_path, monkeypatch)
     assert env_hash(env_id) != before  # data files shape the env too
 
 
-def test_env_hash_covers_the_envgym_modules_an_env_imports(tmp_path, monkeypatch):
+def test_env_hash_covers_the_envgym_modules_an_env_imports(tmp_path, monkeypatch, hashed_env_id):
     plain = make_hashed_env(monkeypatch, tmp_path / "plain")
     assert not any(name.startswith("envgym/") for name in env_source_files(plain))
     parsed = make_hashed_env(
@@ -476,7 +491,7 @@ def test_env_hash_covers_the_envgym_modules_an_env_imports(tmp_path, monkeypatch
     assert files["envgym/parsing.py"].read_bytes() == Path(envgym.parsing.__file__).read_bytes()
 
 
-def test_env_hash_is_the_same_wherever_the_code_lives(tmp_path, monkeypatch):
+def test_env_hash_is_the_same_wherever_the_code_lives(tmp_path, monkeypatch, hashed_env_id):
     first = env_hash(make_hashed_env(monkeypatch, tmp_path / "one"))
     second = env_hash(make_hashed_env(monkeypatch, tmp_path / "elsewhere" / "two"))
     assert first == second

@@ -1,8 +1,10 @@
 """Agents: anything with ``act(observation, info) -> str`` and ``reset()``.
 
-Shipped here: ``random`` (a legal move at random where the env lists them),
-``oracle`` (each env's own solver or planner, named in its registry spec) and
-``nosearch`` (the search env's no-retrieval baseline: it answers at once).
+Shipped here: ``random`` (a legal move at random where the env lists them) and
+``oracle`` (each env's own solver or planner, named in its registry spec). An
+env may declare agents of its own on its spec (`EnvSpec.agents`, name ->
+"module:Class"); ``--agent NAME`` then builds one for that env, and the names
+join `agent_names()` and every help text.
 
 LLM agents, made from a spec string by `make_agent`: ``openai:URL#MODEL``
 (`OpenAIChatAgent`, any OpenAI-compatible server such as ``vllm serve``),
@@ -16,7 +18,6 @@ episode's token counts; ``reset``/``act`` are slot 0. Their dependencies
 
 from __future__ import annotations
 
-import importlib
 import string
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -24,25 +25,45 @@ from typing import Any, Protocol, runtime_checkable
 import gymnasium as gym
 import numpy as np
 
-from envgym.registry import get_spec
+from envgym.envspec import GENERIC_AGENTS, LLM_KINDS
+from envgym.registry import get_spec, list_envs, load_entry_point
 
 __all__ = [
     "AGENT_NAMES",
     "AGENT_SPECS",
+    "LLM_KINDS",
     "Agent",
     "AgentSpec",
     "BatchAgent",
     "RandomAgent",
+    "agent_forms",
+    "agent_names",
+    "check_agent_for",
     "is_batch_agent",
     "make_agent",
     "parse_agent_spec",
 ]
 
-#: The agents named by a plain word.
-AGENT_NAMES = ("random", "oracle", "nosearch")
-#: Every form `make_agent` accepts, for help texts and errors.
-AGENT_SPECS = (*AGENT_NAMES, "openai:URL#MODEL", "hf:PATH", "vllm:PATH")
-_LLM_KINDS = ("openai", "hf", "vllm")
+
+def agent_names() -> tuple[str, ...]:
+    """The agents named by a plain word: random, oracle, then each env's own (its spec's)."""
+    own = dict.fromkeys(name for spec in list_envs() for name in spec.agents)
+    return (*GENERIC_AGENTS, *own)
+
+
+def agent_forms() -> tuple[str, ...]:
+    """Every form `make_agent` accepts, for help texts and errors."""
+    return (*agent_names(), "openai:URL#MODEL", "hf:PATH", "vllm:PATH")
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    # AGENT_NAMES and AGENT_SPECS read the registry when asked, so envs
+    # registered after this module was imported are in them.
+    if name == "AGENT_NAMES":
+        return agent_names()
+    if name == "AGENT_SPECS":
+        return agent_forms()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @runtime_checkable
@@ -82,7 +103,7 @@ def is_batch_agent(agent: Any) -> bool:
 class AgentSpec:
     """A parsed ``--agent`` value.
 
-    `kind` is one of `AGENT_NAMES` or ``openai``/``hf``/``vllm``; `target` the
+    `kind` is one of `agent_names()` or ``openai``/``hf``/``vllm``; `target` the
     server URL or model path (None for the named agents); `model` the model
     name for ``openai`` (the path for ``hf``/``vllm``, None otherwise).
     """
@@ -99,14 +120,14 @@ class AgentSpec:
 
 
 def parse_agent_spec(spec: str) -> AgentSpec:
-    """Parse an agent spec (one of `AGENT_SPECS`); ValueError saying the forms otherwise."""
-    forms = ", ".join(AGENT_SPECS)
+    """Parse an agent spec (one of `agent_forms()`); ValueError saying the forms otherwise."""
+    forms = ", ".join(agent_forms())
     if not isinstance(spec, str):
         raise ValueError(f"an agent spec is a string, one of {forms}; got {spec!r}")
-    if spec in AGENT_NAMES:
+    if spec in agent_names():
         return AgentSpec(spec)
     kind, colon, rest = spec.partition(":")
-    if not colon or kind not in _LLM_KINDS:
+    if not colon or kind not in LLM_KINDS:
         raise ValueError(
             f"unknown agent {spec!r}; choose one of {forms} (e.g. "
             "openai:http://127.0.0.1:8000/v1#Qwen/Qwen3-8B or hf:/models/qwen)"
@@ -150,9 +171,10 @@ class RandomAgent:
 
 
 def make_agent(name: str, env: gym.Env | None, seed: int | None = None, **options: Any) -> Agent:
-    """Build the agent `name` names (one of `AGENT_SPECS`) for `env` (made with `gym.make`).
+    """Build the agent `name` names (one of `agent_forms()`) for `env` (made with `gym.make`).
 
-    The oracle gets the env only to read its configuration (e.g. how many
+    The oracle and an env's own agents (its spec's `agents`) are built with
+    the unwrapped env; the oracle gets it only to read its configuration (e.g. how many
     moves a turn may hold); it plans from the observations it is given. LLM
     agents need no env; `options` go to their constructors (``temperature``,
     ``max_tokens``...), and `seed` seeds their sampling.
@@ -172,28 +194,32 @@ def make_agent(name: str, env: gym.Env | None, seed: int | None = None, **option
         return VLLMAgent(spec.target, seed=seed, **options)
     if options:
         raise ValueError(f"the {name} agent takes no options, got {sorted(options)}")
-    if env is None and name in ("oracle", "nosearch"):
-        raise ValueError(f"the {name} agent needs the env it plays")
     if name == "random":
         return RandomAgent(seed)
-    if name == "oracle":
-        env_id = env.spec.id if env.spec is not None else None
-        if env_id is None:
-            raise ValueError("the oracle agent needs an env made with gym.make('envgym/...')")
-        spec = get_spec(env_id)
-        if spec.oracle is None:
-            raise ValueError(f"{env_id} has no oracle agent; use --agent random")
-        module_name, class_name = spec.oracle.split(":")
-        oracle_cls = getattr(importlib.import_module(module_name), class_name)
-        return oracle_cls(env.unwrapped)
-    if name == "nosearch":
-        env_id = env.spec.id if env.spec is not None else None
-        if env_id != "envgym/Search-v0":
-            raise ValueError(
-                "the nosearch agent is envgym/Search-v0's no-retrieval baseline; "
-                f"for {env_id or 'this env'} use random or oracle"
-            )
-        from envgym.envs.search.oracle import NoSearchAgent
+    if env is None:
+        raise ValueError(f"the {name} agent needs the env it plays")
+    env_id = env.spec.id if env.spec is not None else None
+    if name == "oracle" and env_id is None:
+        raise ValueError("the oracle agent needs an env made with gym.make('envgym/...')")
+    check_agent_for(name, env_id)
+    env_spec = get_spec(env_id)
+    target = env_spec.oracle if name == "oracle" else env_spec.agents[name]
+    return load_entry_point(target)(env.unwrapped)
 
-        return NoSearchAgent(env.unwrapped)
-    raise AssertionError(f"parse_agent_spec accepted {name!r}")  # every kind is handled above
+
+def check_agent_for(name: str, env_id: str | None) -> None:
+    """ValueError when the plain-word agent `name` cannot play `env_id`: the
+    oracle of an env without one, or another env's own agent. LLM agents
+    (``openai:...``) and random play every env."""
+    if name == "random" or parse_agent_spec(name).kind in LLM_KINDS:
+        return
+    if name == "oracle":
+        if get_spec(env_id).oracle is None:
+            raise ValueError(f"{env_id} has no oracle agent; use --agent random")
+        return
+    env_spec = next((s for s in list_envs() if s.id == env_id), None)
+    if env_spec is None or name not in env_spec.agents:
+        owners = ", ".join(s.id for s in list_envs() if name in s.agents)
+        raise ValueError(
+            f"the {name} agent is {owners}'s own; for {env_id or 'this env'} use random or oracle"
+        )

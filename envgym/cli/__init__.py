@@ -5,8 +5,6 @@
     envgym play envgym/FrozenLake-v0     play it yourself in the terminal
     envgym eval ID --agent oracle --episodes 20 --out results.json
     envgym baselines                     random and oracle agents on every env
-    envgym search serve --port 8300      a retrieval server for the search env
-    envgym shop serve --port 8400        the shop env as a web site
     envgym serve ID --port 8000          serve an env over WebSocket (OpenEnv protocol)
     envgym sandbox doctor                which code sandboxes work here
     envgym leaderboard serve --db lb.db  a leaderboard that replays what it is sent
@@ -14,9 +12,12 @@
     envgym train grpo --env envgym/FrozenLake-v0 --model tiny
 
 Each command group has its module here; this one builds the parser and runs
-the command. User errors (unknown id, bad arguments, an output path that
-cannot be written) print one line to stderr and exit with status 2; they never
-show a traceback.
+the command. An env's own commands (a retrieval server, a web site) are
+declared on its spec (`EnvSpec.commands`) and added after ``eval`` and
+``baselines``, so this module names no env; `envgym --help` lists them.
+
+User errors (unknown id, bad arguments, an output path that cannot be written)
+print one line to stderr and exit with status 2; they never show a traceback.
 """
 
 from __future__ import annotations
@@ -24,12 +25,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
-from envgym.cli import envs, evaluate, leaderboard, sandbox, search, serve, shop, train
+from envgym.cli import envs, evaluate, leaderboard, sandbox, serve, train
 from envgym.cli.arguments import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
 from envgym.evaluation import EvaluationError, ResultsFileError
-from envgym.registry import EnvCreationError, register_envs
+from envgym.registry import (
+    EnvCreationError,
+    EnvPluginWarning,
+    list_envs,
+    load_entry_point,
+    register_envs,
+)
 from envgym.version import __version__
 
 __all__ = ["main"]
@@ -46,13 +55,32 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     envs.add_commands(sub)
     evaluate.add_commands(sub)
-    search.add_commands(sub)
-    shop.add_commands(sub)
+    add_env_commands(sub)
     serve.add_commands(sub)
     sandbox.add_commands(sub)
     leaderboard.add_commands(sub)
     train.add_commands(sub)
     return parser
+
+
+def add_env_commands(sub: Any) -> None:
+    """Add the commands every registered env declares (`EnvSpec.commands`), each once.
+
+    One that does not import or clashes with a command already there is left
+    out with an `EnvPluginWarning`, so a broken plugin never breaks ``envgym``.
+    """
+    register_envs()
+    targets = dict.fromkeys(c for spec in list_envs() for c in spec.commands)
+    for target in targets:
+        owners = ", ".join(s.id for s in list_envs() if target in s.commands)
+        try:
+            load_entry_point(target)(sub)
+        except Exception as exc:  # an env's own bug must not break the other commands
+            warnings.warn(
+                f"envgym: left out the command {target} of {owners}: {type(exc).__name__}: {exc}",
+                EnvPluginWarning,
+                stacklevel=2,
+            )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

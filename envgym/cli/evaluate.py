@@ -15,7 +15,7 @@ import re
 import sys
 from typing import Any
 
-from envgym.agents import AGENT_SPECS
+from envgym.agents import agent_forms
 from envgym.cli.arguments import (
     EXIT_FAILED,
     EXIT_OK,
@@ -57,7 +57,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument(
         "--agent",
         default="random",
-        help=f"agent to run: {', '.join(AGENT_SPECS)} (default: random)",
+        help=f"agent to run: {', '.join(agent_forms())} (default: random)",
     )
     p.add_argument(
         "--episodes",

@@ -36,7 +36,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from envgym.agents import AGENT_NAMES, is_batch_agent, make_agent, parse_agent_spec
+from envgym.agents import LLM_KINDS, is_batch_agent, make_agent, parse_agent_spec
 from envgym.core import coerce_action
 from envgym.evaluation.identity import env_hash
 from envgym.evaluation.inputs import EvaluationError, check_inputs, make_evaluation_env
@@ -229,7 +229,7 @@ def evaluate_many(
         ]
         spec = parse_agent_spec(agent_spec)
         batch_agent = None
-        if spec.kind not in AGENT_NAMES:  # an LLM agent: one for every slot, made now
+        if spec.kind in LLM_KINDS:  # an LLM agent: one for every slot, made now
             batch_agent = make_agent(
                 agent_spec, probes[0], seed=agent_seed(seed), **dict(agent_options or {})
             )

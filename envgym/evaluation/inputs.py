@@ -18,7 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from envgym.agents import parse_agent_spec
+from envgym.agents import check_agent_for, parse_agent_spec
 from envgym.registry import EnvCreationError, get_spec, make_text_env
 
 __all__ = [
@@ -69,13 +69,12 @@ def check_inputs(
         raise EvaluationError(
             f"an env id is a non-empty string like 'envgym/Sokoban-v0', got {env_id!r}"
         )
-    spec = get_spec(env_id)  # KeyError naming close matches and `envgym list`
+    get_spec(env_id)  # KeyError naming close matches and `envgym list`
     try:
         parse_agent_spec(agent_name)
+        check_agent_for(agent_name, env_id)
     except ValueError as exc:
         raise EvaluationError(str(exc)) from None
-    if agent_name == "oracle" and spec.oracle is None:
-        raise EvaluationError(f"{env_id} has no oracle agent; use --agent random")
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise EvaluationError(f"episodes must be a whole number >= 1, got {episodes!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
