@@ -8,6 +8,7 @@ for minutes) carries ``<!-- no-run: why -->`` on the line before it.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -30,8 +31,15 @@ MAX_NO_RUN = 16
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 NO_RUN = re.compile(r"<!-- no-run: (.+?) -->\s*$")
 
-sys.path.insert(0, str(DOCS))
-import gen_env_pages  # noqa: E402
+
+def _load_generator() -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_env_pages", DOCS / "gen_env_pages.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+gen_env_pages = _load_generator()
 
 
 def blocks(page: Path) -> list[tuple[str, str, str | None, int]]:
