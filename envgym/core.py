@@ -55,7 +55,7 @@ __all__ = [
     "short_repr",
 ]
 
-#: The info keys with one meaning in every envgym env (see DESIGN.md).
+#: The info keys with one meaning in every envgym env (see docs/design.md).
 INFO_KEYS = (
     "task_id",
     "turn",
@@ -108,7 +108,7 @@ class Turn:
 
 
 class TextEnv(gym.Env[str, str]):
-    """Base class for single-agent text environments (see DESIGN.md and
+    """Base class for single-agent text environments (see docs/design.md and
     docs/writing-an-env.md).
 
     Subclasses implement:

@@ -1,4 +1,4 @@
-"""The shape DESIGN.md promises: imports point one way, and each module is one
+"""The shape docs/design.md promises: imports point one way, and each module is one
 readable job (at most 500 lines, opening with a docstring that says what it is for)."""
 
 from __future__ import annotations

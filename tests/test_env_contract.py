@@ -1,4 +1,4 @@
-"""The single-agent contract of DESIGN.md, checked on every registered envgym id."""
+"""The single-agent contract of docs/design.md, checked on every registered envgym id."""
 
 from __future__ import annotations
 
