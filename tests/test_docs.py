@@ -24,6 +24,7 @@ PAGES = sorted([ROOT / "README.md", *DOCS.rglob("*.md")])
 #: Pages whose blocks another test checks, and how.
 CHECKED_ELSEWHERE = {
     DOCS / "writing-an-env.md": "tests/test_writing_an_env.py: each block is the repo's code",
+    DOCS / "guides" / "plugin-env.md": "tests/test_plugin_env.py installs its files and runs them",
 }
 #: Few blocks may skip; a new one needs a reason, and this bound keeps them few.
 MAX_NO_RUN = 16
@@ -101,7 +102,7 @@ def test_shell_blocks_run(page_blocks, tmp_path):
 
 
 def test_every_block_is_python_bash_or_text_and_skips_say_why():
-    languages = {"python", "bash", "text", "json", ""}
+    languages = {"python", "bash", "text", "json", "toml", ""}
     skipped = []
     for page in PAGES:
         for language, _, reason, line in blocks(page):
