@@ -37,6 +37,8 @@ def test_imports_point_down_the_layers(tmp_path):
         ("parsing.py", "envgym.registry", "def f():\n    from envgym.registry import get_spec\n"),
         ("trainers/grpo.py", "envgym.cli", "from envgym.cli import main\n"),
         ("evaluation/runner.py", "envgym.trainers", "import envgym.trainers.grpo\n"),
+        ("retrieval/bm25.py", "envgym.envs", "from envgym.envs.search import SearchEnv\n"),
+        ("sockets.py", "envgym.serving", "from envgym.serving import AppServer\n"),
     ],
 )
 def test_a_forbidden_import_fails_the_check(tmp_path, module, forbidden, line):
