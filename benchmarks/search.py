@@ -29,9 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from envgym.envs.search.retrieval import Doc, RemoteRetriever, make_retriever
-from envgym.envs.search.server import bind_socket, create_app
+from envgym.retrieval import Doc, RemoteRetriever, make_retriever
+from envgym.retrieval.server import create_app
 from envgym.serving import AppServer
+from envgym.sockets import listening_socket
 
 
 # ------------------------------------------------------------------- corpora
@@ -114,7 +115,7 @@ class ForkedServer:
     """The retrieval server in a forked child process (it inherits the built index)."""
 
     def __init__(self, retriever, uds: str | None = None) -> None:
-        self.sock = bind_socket(port=0, uds=uds)
+        self.sock = listening_socket(port=0, uds=uds)
         address = self.sock.getsockname()
         ctx = multiprocessing.get_context("fork")
         self.proc = ctx.Process(target=_serve_child, args=(retriever, self.sock), daemon=True)

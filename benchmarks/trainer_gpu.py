@@ -121,8 +121,8 @@ def build_qwen2_shaped_model(folder: Path, shape: str = "qwen2-0.5b", device: st
 
 # ---------------------------------------------------------------- one run (child process)
 def run_envgym(spec: dict[str, Any]) -> dict[str, Any]:
-    """envgym's GRPO on ``spec``: the medians `trainer.measure` reads from metrics.jsonl."""
-    from trainer import measure  # benchmarks/trainer.py, beside this file
+    """envgym's GRPO on ``spec``: the medians `trainer_measure.measure` reads from metrics.jsonl."""
+    from trainer_measure import measure  # beside this file
 
     overrides: dict[str, Any] = {
         "model": spec["folder"],

@@ -1,17 +1,19 @@
 """`AppServer`: one ASGI app served by uvicorn on one listening socket.
 
 The one way envgym runs its HTTP servers: ``envgym serve`` (the env server,
-`envgym.remote.launcher`), ``envgym search serve`` (the retrieval server,
-`envgym.envs.search.server`) and ``envgym shop serve`` (`envgym.envs.shop.site`).
-The socket comes from `envgym.sockets` (TCP on 127.0.0.1 or an owner-only Unix
-socket), bound before serving so that port 0 has picked its port by then.
+`envgym.remote.launcher`), the retrieval server (`envgym.retrieval.server`),
+``envgym shop serve`` (`envgym.envs.shop.site`) and the leaderboard
+(`envgym.leaderboard.app`). `app_server` binds the socket (`envgym.sockets`:
+TCP on 127.0.0.1 or an owner-only Unix socket) before serving, so that port 0
+has picked its port by then, and tells `on_ready` the address.
 `AppServer.run` serves in this thread until `stop`, Ctrl-C or SIGTERM (a clean
 stop, as ``docker stop`` and ``Popen.terminate`` ask); `AppServer.start`
 serves on a background thread until `close`, and `BackgroundServer` wraps that
 as a context manager. Either way the socket is closed, and a Unix socket's
 file removed, once serving ends.
 
-Imports only the standard library, and uvicorn when an `AppServer` is made.
+Imports only the standard library and `envgym.sockets`, and uvicorn when an
+`AppServer` is made.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Self
 
-__all__ = ["AppServer", "BackgroundServer", "ServingError", "socket_url"]
+from envgym.sockets import listening_socket
+
+__all__ = ["AppServer", "BackgroundServer", "ServingError", "app_server", "socket_url"]
 
 
 class ServingError(RuntimeError):
@@ -180,6 +184,35 @@ def _sigterm_as_exception() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def app_server(
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    uds: str | os.PathLike[str] | None = None,
+    on_ready: Callable[[str], None] | None = None,
+    log_level: str = "warning",
+    **uvicorn_options: Any,
+) -> AppServer:
+    """`app` on a socket bound here: `host`:`port` (0 or None picks a free port) or
+    the Unix socket `uds`. `on_ready(address)` is called once it accepts
+    connections, with `socket_url`'s ``http://HOST:PORT`` or ``unix:PATH``.
+    An `envgym.sockets.ListenError` (an OSError) says why it cannot listen.
+
+    Make the app before calling this, so that a missing web framework leaves no
+    socket behind; `AppServer.run` or `AppServer.start` then serves it.
+    """
+    sock = listening_socket(host, port, uds)
+    address = socket_url(sock)
+    return AppServer(
+        app,
+        sock,
+        on_ready=None if on_ready is None else (lambda: on_ready(address)),
+        log_level=log_level,
+        **uvicorn_options,
+    )
 
 
 class BackgroundServer:

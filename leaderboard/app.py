@@ -78,8 +78,7 @@ from envgym.leaderboard.trajectory import (
     replay_observations,
 )
 from envgym.leaderboard.worker import DEFAULT_BUDGET_S, VerificationQueue
-from envgym.serving import AppServer, BackgroundServer, socket_url
-from envgym.sockets import listening_socket
+from envgym.serving import AppServer, BackgroundServer, app_server
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -414,12 +413,12 @@ def _app_server(
     **app_options: Any,
 ) -> AppServer:
     app = create_app(Database(db_url), **app_options)
-    sock = listening_socket(host, port, uds)
-    address = socket_url(sock)
-    return AppServer(
+    return app_server(
         app,
-        sock,
-        on_ready=None if on_ready is None else (lambda: on_ready(address)),
+        host=host,
+        port=port,
+        uds=uds,
+        on_ready=on_ready,
         log_level=log_level,
         # Headers only: a body is read by the route, which counts it against the limit.
         h11_max_incomplete_event_size=64 * 1024,

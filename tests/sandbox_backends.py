@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from envgym.sandbox import _bwrap_ready, _docker_ready
+from envgym.sandbox.backends import _bwrap_ready, _docker_ready
 
 DOCKER_HOWTO = (
     "Docker tests need a daemon and the images: as root, apt-get install docker.io debootstrap; "

@@ -43,7 +43,7 @@ from envgym.evaluation import evaluate, summarize, verify_submission  # noqa: E4
 from envgym.evaluation.verify import MAX_TURNS_PER_FILE  # noqa: E402
 from envgym.leaderboard.db import Database, Submission, Submitter  # noqa: E402
 from envgym.leaderboard.worker import VerificationQueue  # noqa: E402
-from envgym.sandbox import _bwrap_ready, _docker_ready  # noqa: E402
+from envgym.sandbox.backends import _bwrap_ready, _docker_ready  # noqa: E402
 
 CODE = "envgym/Code-v0"
 LOOP = "<python>\nwhile True:\n    pass\n</python>"

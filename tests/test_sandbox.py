@@ -162,7 +162,7 @@ def test_backend_selection(monkeypatch):
 
 
 def test_auto_passes_over_a_bwrap_that_cannot_run_jobs(monkeypatch, tmp_path):
-    import envgym.sandbox as sandbox
+    import envgym.sandbox.backends as backends
     import envgym.sandbox.bwrap as bwrap
 
     # A bwrap the sandbox's uid may not execute (under root's private tmp_path),
@@ -174,8 +174,8 @@ def test_auto_passes_over_a_bwrap_that_cannot_run_jobs(monkeypatch, tmp_path):
     broken.chmod(0o755)
     monkeypatch.setattr(bwrap, "bwrap_binary", lambda: str(broken))
     monkeypatch.setattr(bwrap, "staged_paths", lambda binary: (binary, str(bwrap.RUNNER_PATH)))
-    monkeypatch.setattr(sandbox, "_docker_ready", lambda: "no Docker daemon (test)")
-    sandbox._bwrap_ready.cache_clear()
+    monkeypatch.setattr(backends, "_docker_ready", lambda: "no Docker daemon (test)")
+    backends._bwrap_ready.cache_clear()
     monkeypatch.delenv("ENVGYM_SANDBOX", raising=False)
     try:
         with pytest.raises(SandboxError, match="bwrap: cannot start bubblewrap") as caught:
@@ -185,7 +185,7 @@ def test_auto_passes_over_a_bwrap_that_cannot_run_jobs(monkeypatch, tmp_path):
         with pytest.raises(SandboxError, match="cannot start bubblewrap"):
             open_sandbox("bwrap")
     finally:
-        sandbox._bwrap_ready.cache_clear()
+        backends._bwrap_ready.cache_clear()
 
 
 def test_bwrap_never_falls_back_to_a_weaker_memory_limit_silently(monkeypatch):

@@ -17,10 +17,10 @@ from envgym.core import CHARSET
 from envgym.envs.search import SearchEnv
 from envgym.envs.search.oracle import NoSearchAgent, SearchOracle, parse_question
 from envgym.envs.search.questions import make_question
-from envgym.envs.search.retrieval import Doc, Hit, make_retriever
 from envgym.envs.search.scoring import normalize_answer
-from envgym.envs.search.server import RetrievalServer
 from envgym.envs.search.world import build_world, load_world
+from envgym.retrieval import Doc, Hit, make_retriever
+from envgym.retrieval.server import RetrievalServer
 
 ENV_ID = "envgym/Search-v0"
 SMALL = 3_000  # documents in the worlds most tests use

@@ -1,6 +1,6 @@
-"""The search env's retrieval layer: BM25 and dense retrievers, their on-disk
-cache, the retrieval server (for real, on 127.0.0.1 and on a Unix socket) and
-its client, and `envgym search serve`."""
+"""Retrieval (`envgym.retrieval`), which Search and Shop share: BM25 and dense
+retrievers, their on-disk cache, the retrieval server (for real, on 127.0.0.1
+and on a Unix socket) and its client, and `envgym search serve`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
 
-from envgym.envs.search.retrieval import (  # noqa: E402
+from envgym.retrieval import (  # noqa: E402
     Doc,
     Hit,
     RemoteRetriever,
@@ -29,7 +29,7 @@ from envgym.envs.search.retrieval import (  # noqa: E402
     read_corpus_jsonl,
     tokenize,
 )
-from envgym.envs.search.server import MAX_BATCH, MAX_K, RetrievalServer  # noqa: E402
+from envgym.retrieval.server import MAX_BATCH, MAX_K, RetrievalServer  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -212,7 +212,7 @@ def test_reads_search_r1_corpus_jsonl(tmp_path: Path) -> None:
 
 def test_envgym_import_stays_light() -> None:
     code = (
-        "import sys, envgym, envgym.envs.search.retrieval\n"
+        "import sys, envgym, envgym.retrieval, envgym.envs.search\n"
         "heavy = {'bm25s', 'faiss', 'sentence_transformers', 'fastapi', 'torch', 'httpx'}\n"
         "print(sorted(heavy & set(sys.modules)))"
     )

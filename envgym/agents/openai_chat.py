@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from envgym.agents.chat import ChatSlots, SlotChatAgent, tool_call_text
+from envgym.extras import require
 
 __all__ = ["ChatCompletionError", "OpenAIChatAgent"]
 
@@ -90,10 +91,7 @@ class OpenAIChatAgent(SlotChatAgent):
         seed: int | None = None,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
-        try:
-            import httpx
-        except ImportError as exc:
-            raise ImportError("the openai agent needs httpx: pip install 'envgym[agents]'") from exc
+        httpx = require("httpx", extra="agents", purpose="the openai agent")
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ValueError(
                 f"base_url must start with http:// or https://, e.g. "

@@ -19,6 +19,7 @@ import functools
 from typing import Any
 
 from envgym.agents.chat import ChatSlots, SlotChatAgent
+from envgym.extras import require
 
 __all__ = ["TransformersAgent"]
 
@@ -80,12 +81,7 @@ class TransformersAgent(SlotChatAgent):
         history: bool = True,
         seed: int | None = None,
     ) -> None:
-        try:
-            import torch
-        except ImportError as exc:
-            raise ImportError(
-                "the hf agent needs torch and transformers: pip install 'envgym[train]'"
-            ) from exc
+        torch = require("torch", extra="train", purpose="the hf agent")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
         if temperature < 0:

@@ -19,24 +19,24 @@ import json
 from typing import Any
 
 from envgym.agents.chat import ChatSlots, SlotChatAgent
+from envgym.extras import MissingExtra, require
 
 __all__ = ["VLLMAgent", "VLLMUnavailable"]
 
 
-class VLLMUnavailable(ImportError):
+class VLLMUnavailable(MissingExtra):
     """vllm is not installed here."""
 
 
 def _import_vllm() -> Any:
-    try:
-        import vllm
-    except ImportError as exc:
-        raise VLLMUnavailable(
-            "the vllm agent needs vLLM, which is not installed here: pip install 'envgym[vllm]' "
-            "(on a machine with a CUDA GPU), or use --agent hf:PATH (transformers) or "
-            "--agent openai:URL#MODEL (a vLLM server elsewhere)"
-        ) from exc
-    return vllm
+    return require(
+        "vllm",
+        extra="vllm",
+        purpose="the vllm agent",
+        note="(on a machine with a CUDA GPU), or use --agent hf:PATH (transformers) or "
+        "--agent openai:URL#MODEL (a vLLM server elsewhere)",
+        error=VLLMUnavailable,
+    )
 
 
 @functools.lru_cache(maxsize=1)

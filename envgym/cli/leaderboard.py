@@ -36,6 +36,8 @@ from envgym.cli.arguments import (
     port,
     positive_float,
 )
+from envgym.extras import MissingExtra, missing_extra
+from envgym.sockets import http_client
 
 DEFAULT_DB = "leaderboard.db"
 TOKEN_ENV = "ENVGYM_LEADERBOARD_TOKEN"
@@ -197,11 +199,17 @@ def _database(url: str) -> Any:
     try:
         from envgym.leaderboard.db import Database, DatabaseError
     except ImportError as exc:
-        raise UserError(f"{exc}; install the extra: pip install 'envgym[leaderboard]'") from None
+        raise _missing_leaderboard(exc) from None
     try:
         return Database(url)
     except DatabaseError as exc:
         raise UserError(str(exc)) from None
+
+
+def _missing_leaderboard(exc: ImportError) -> UserError:
+    """The error for a leaderboard command whose packages are not installed."""
+    missing = missing_extra(exc.name or str(exc), extra="leaderboard", purpose="the leaderboard")
+    return UserError(str(missing))
 
 
 def _say(message: str) -> None:
@@ -216,7 +224,7 @@ def run_serve(args: argparse.Namespace) -> int:
         from envgym.leaderboard.app import DEFAULT_PORT, serve
         from envgym.leaderboard.db import DatabaseError
     except ImportError as exc:
-        raise UserError(f"{exc}; install the extra: pip install 'envgym[leaderboard]'") from None
+        raise _missing_leaderboard(exc) from None
 
     def ready(address: str) -> None:
         shown = f"{address}/" if address.startswith("http") else address
@@ -290,14 +298,12 @@ def run_export(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------- submit
 def _client(server: str, timeout: float = 60.0) -> Any:
-    import httpx
-
-    if server.startswith("unix:"):
-        transport = httpx.HTTPTransport(uds=server.removeprefix("unix:"))
-        return httpx.Client(transport=transport, base_url="http://leaderboard", timeout=timeout)
-    if not server.startswith(("http://", "https://")):
+    if not server.startswith(("http://", "https://", "unix:")):
         raise UserError(f"--server {server!r}: give http://HOST:PORT or unix:PATH")
-    return httpx.Client(base_url=server.rstrip("/"), timeout=timeout)
+    try:
+        return http_client(server, timeout=timeout, extra="leaderboard", purpose="envgym submit")
+    except MissingExtra as exc:
+        raise UserError(str(exc)) from None
 
 
 def _detail(response: Any) -> str:

@@ -53,10 +53,8 @@ def add_commands(sub: Any) -> None:
 
 
 def run_search_serve(args: argparse.Namespace) -> int:
-    try:
-        from envgym.envs.search.server import run_serve_command
-    except ImportError as exc:
-        raise UserError(f"{exc}; install the search extra: pip install envgym[search]") from None
+    from envgym.envs.search.server import run_serve_command
+
     try:
         run_serve_command(args)
     except (ImportError, OSError, ValueError) as exc:

@@ -19,6 +19,7 @@ from envgym.cli.arguments import (
     resolve_env_id,
 )
 from envgym.evaluation.inputs import json_object
+from envgym.extras import missing_extra
 
 
 def add_commands(sub: Any) -> None:
@@ -120,10 +121,8 @@ def run_serve(args: argparse.Namespace) -> int:
         # The remote extra (fastapi, uvicorn, websockets) may not be installed.
         from envgym.remote.launcher import ServerStartError, ready_line, serve
     except ImportError as exc:
-        raise UserError(
-            f"{exc}; `envgym serve` needs fastapi, uvicorn and websockets: "
-            "pip install 'envgym[remote]'"
-        ) from None
+        missing = missing_extra(exc.name or str(exc), extra="remote", purpose="`envgym serve`")
+        raise UserError(str(missing)) from None
     env_id = resolve_env_id(args.env_id)
     kwargs = dict(args.kwargs or {})
     kwargs.update(env_kwargs(args))

@@ -10,6 +10,7 @@ from functools import partial
 from typing import Any
 
 from envgym.cli.arguments import EXIT_OK, UserError, port, positive_int, seed
+from envgym.extras import MissingExtra, require_all
 
 DEFAULT_PRODUCTS = 50_000  # ShopEnv's default catalogue
 DEFAULT_INDEX_PORT = 8401
@@ -139,13 +140,14 @@ def run_shop_serve(args: argparse.Namespace) -> int:
 
 def run_shop_index_serve(args: argparse.Namespace) -> int:
     """`envgym shop index-serve`: build or load the catalogue's BM25 index and serve it
-    with Search's retrieval server, labelled with the catalogue's fingerprint."""
+    with the retrieval server (`envgym.retrieval.server`), labelled with the
+    catalogue's fingerprint."""
     from envgym.envs.shop.catalogue import GeneratedCatalogue
     from envgym.envs.shop.index import shop_index
 
     _check_products(args.products)
     _require_web()
-    from envgym.envs.search.server import main_serve
+    from envgym.retrieval.server import main_serve
 
     _say(f"generating the catalogue: {args.products} products, seed {args.catalogue_seed}")
     catalogue = GeneratedCatalogue(args.products, args.catalogue_seed)
@@ -167,11 +169,7 @@ def run_shop_index_serve(args: argparse.Namespace) -> int:
 
 
 def _require_web() -> None:
-    from importlib.util import find_spec
-
-    missing = [name for name in ("fastapi", "uvicorn") if find_spec(name) is None]
-    if missing:
-        raise UserError(
-            f"this command needs {' and '.join(missing)}, which are not installed; "
-            "install the remote extra: pip install 'envgym[remote]'"
-        )
+    try:
+        require_all(["fastapi", "uvicorn"], extra="remote", purpose="this command")
+    except MissingExtra as exc:
+        raise UserError(str(exc)) from None

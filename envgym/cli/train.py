@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 from typing import Any
 
 from envgym.cli.arguments import EXIT_OK, UserError
+from envgym.extras import MissingExtra, require_all
 
 #: name -> (module under envgym.trainers, config class, title, help, description)
 TRAINERS = {
@@ -75,9 +75,10 @@ def _run(args: argparse.Namespace) -> int:
     from envgym.trainers.common.progress import print_summary
 
     module, config_name, title, _help, _description = TRAINERS[args.trainer]
-    missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise UserError(f"training needs {' and '.join(missing)}: pip install 'envgym[train]'")
+    try:
+        require_all(["torch", "transformers"], extra="train", purpose="training")
+    except MissingExtra as exc:
+        raise UserError(str(exc)) from None
     trainer = importlib.import_module(f"envgym.trainers.{module}")
     try:
         config = config_from_args(getattr(trainer, config_name), args)

@@ -26,6 +26,7 @@ from typing import Any
 import gymnasium as gym
 
 from envgym.core import render_text
+from envgym.extras import require
 from envgym.remote.address import ServerAddress
 from envgym.remote.protocol import (
     CLOSE_MESSAGE_TOO_BIG,
@@ -33,6 +34,7 @@ from envgym.remote.protocol import (
     ErrorCode,
     text_space_from_json,
 )
+from envgym.sockets import http_client
 
 __all__ = [
     "RemoteEnv",
@@ -43,11 +45,6 @@ __all__ = [
     "fetch_json",
     "wait_for_server",
 ]
-
-_MISSING_WEBSOCKETS = (
-    "RemoteEnv needs the websockets package: pip install 'envgym[remote]' (or websockets>=15)"
-)
-_MISSING_HTTPX = "RemoteEnv needs the httpx package: pip install 'envgym[remote]' (or httpx)"
 
 
 class RemoteEnvError(RuntimeError):
@@ -73,22 +70,18 @@ class SessionClosed(RemoteEnvError):
 # ------------------------------------------------------------------- HTTP
 def fetch_json(address: ServerAddress, path: str, timeout_s: float = 10.0) -> Any:
     """``GET path`` from an envgym server, parsed; `ServerUnreachable` if nothing answers."""
+    httpx = require("httpx", extra="remote", purpose="RemoteEnv")
+    http = http_client(
+        None if address.uds is not None else address.base_url,
+        uds=address.uds,
+        timeout=timeout_s,
+        extra="remote",
+        purpose="RemoteEnv",
+        # An HTTP proxy from the environment has no business on a local link.
+        trust_env=False,
+    )
     try:
-        import httpx
-    except ImportError:
-        raise ImportError(_MISSING_HTTPX) from None
-    if address.uds is not None:
-        # The host part of the URL is ignored over a Unix socket.
-        transport = httpx.HTTPTransport(uds=address.uds)
-        base_url = "http://localhost"
-    else:
-        transport = httpx.HTTPTransport()
-        base_url = address.base_url
-    try:
-        # trust_env=False: an HTTP proxy from the environment has no business on a local link.
-        with httpx.Client(
-            transport=transport, base_url=base_url, timeout=timeout_s, trust_env=False
-        ) as http:
+        with http:
             response = http.get(path)
     except httpx.TransportError as exc:
         reason = str(exc) or type(exc).__name__
@@ -190,10 +183,7 @@ class RemoteEnv(gym.Env[str, str]):
                 f"render_mode={render_mode!r} is not supported by RemoteEnv; use one of "
                 f"{self.metadata['render_modes']} or None"
             )
-        try:
-            import websockets.sync.client  # noqa: F401
-        except ImportError:
-            raise ImportError(_MISSING_WEBSOCKETS) from None
+        require("websockets.sync.client", extra="remote", purpose="RemoteEnv")
         self.address = _as_address(url, uds)
         self.render_mode = render_mode
         self.connect_timeout_s = connect_timeout_s

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import functools
 import json
 import os
 import socket
@@ -31,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 from envgym.remote.address import ServerAddress
 from envgym.remote.config import ServerConfig, ServerStartError
 from envgym.remote.protocol import to_jsonable
-from envgym.serving import AppServer, ServingError
-from envgym.sockets import ListenError, listening_socket
+from envgym.serving import AppServer, ServingError, app_server
+from envgym.sockets import ListenError
 
 if TYPE_CHECKING:
     from envgym.remote.server import EnvServer
@@ -61,40 +60,45 @@ def _env_server(config: ServerConfig) -> EnvServer:
     return EnvServer(config)
 
 
-def _listen(host: str, port: int, uds: str | os.PathLike[str] | None) -> socket.socket:
-    """A listening socket; a stale socket file at `uds` is replaced, a live one is an error."""
-    try:
-        # Owner-only: a session holds an env (and, with --send-privileged, its
-        # answers); another local user has no business connecting.
-        return listening_socket(host, port, uds, uds_mode=0o600)
-    except ListenError as exc:
-        raise ServerStartError(str(exc)) from None
-
-
 def _app_server(
     server: EnvServer,
-    sock: socket.socket,
+    host: str,
+    port: int,
+    uds: str | os.PathLike[str] | None,
     log_level: str,
-    on_ready: Callable[[], None] | None = None,
+    on_ready: Callable[[ServerAddress], None] | None = None,
 ) -> AppServer:
-    """`server`'s app served on `sock`, with the WebSocket settings it needs."""
-    app_server = AppServer(
-        server.app,
-        sock,
-        on_ready=on_ready,
-        log_level=log_level,
-        ws="websockets-sansio",
-        # Deflate costs more than it saves on short text over a local link.
-        ws_per_message_deflate=False,
-        ws_ping_interval=server.config.ping_interval_s,
-        ws_ping_timeout=server.config.ping_timeout_s,
-        # Refused (close 1009) as the frame header arrives, before it is buffered.
-        ws_max_size=server.max_message_bytes,
-        timeout_graceful_shutdown=5,
-        lifespan="on",
-    )
-    server.on_done = app_server.stop
-    return app_server
+    """`server`'s app on a new socket, with the WebSocket settings it needs; a stale
+    socket file at `uds` is replaced, a live one is a `ServerStartError`. A Unix
+    socket is owner-only: a session holds an env (and, with --send-privileged,
+    its answers); another local user has no business connecting."""
+
+    def ready(_url: str) -> None:
+        if on_ready is not None:
+            on_ready(_address_of(served.sock))
+
+    try:
+        served = app_server(
+            server.app,
+            host=host,
+            port=port,
+            uds=uds,
+            on_ready=ready,
+            log_level=log_level,
+            ws="websockets-sansio",
+            # Deflate costs more than it saves on short text over a local link.
+            ws_per_message_deflate=False,
+            ws_ping_interval=server.config.ping_interval_s,
+            ws_ping_timeout=server.config.ping_timeout_s,
+            # Refused (close 1009) as the frame header arrives, before it is buffered.
+            ws_max_size=server.max_message_bytes,
+            timeout_graceful_shutdown=5,
+            lifespan="on",
+        )
+    except ListenError as exc:
+        raise ServerStartError(str(exc)) from None
+    server.on_done = served.stop
+    return served
 
 
 def _address_of(sock: socket.socket) -> ServerAddress:
@@ -140,10 +144,7 @@ def serve(
         ping_timeout_s=ping_timeout_s,
         exit_after_sessions=exit_after_sessions,
     )
-    server = _env_server(config)
-    sock = _listen(host, port, uds)
-    ready = None if on_ready is None else functools.partial(on_ready, _address_of(sock))
-    _app_server(server, sock, log_level, ready).run()
+    _app_server(_env_server(config), host, port, uds, log_level, on_ready).run()
 
 
 @contextlib.contextmanager
@@ -164,16 +165,15 @@ def serve_in_background(
     send_privileged, call_timeout_s, ...).
     """
     config = ServerConfig(env_id=env_id, env_kwargs=dict(env_kwargs or {}), **options)
-    server = _env_server(config)
-    app_server = _app_server(server, _listen(host, port, uds), log_level)
+    served = _app_server(_env_server(config), host, port, uds, log_level)
     try:
-        app_server.start(startup_timeout_s, thread_name=f"envgym-serve-{env_id}")
+        served.start(startup_timeout_s, thread_name=f"envgym-serve-{env_id}")
     except ServingError as exc:
         raise ServerStartError(f"the server for {env_id} did not start: {exc}") from None
     try:
-        yield _address_of(app_server.sock)
+        yield _address_of(served.sock)
     finally:
-        app_server.close()
+        served.close()
 
 
 def ready_line(env_id: str, address: ServerAddress) -> str:

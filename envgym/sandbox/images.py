@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from envgym.extras import missing_extra
 from envgym.sandbox.base import RUNNER_FILES, SandboxError
 
 BASE_IMAGE = "envgym-base:latest"
@@ -72,9 +73,8 @@ def docker_client(timeout: float = 60):
     try:
         import docker
     except ImportError as exc:
-        raise SandboxError(
-            "the Docker backend needs the docker SDK: pip install 'envgym[docker]'"
-        ) from exc
+        missing = missing_extra("docker", extra="docker", purpose="the Docker backend")
+        raise SandboxError(str(missing)) from exc
     try:
         client = docker.from_env(timeout=timeout)
         client.ping()

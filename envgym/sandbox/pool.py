@@ -35,13 +35,13 @@ class SandboxPool:
         lease_timeout_s: float = 300.0,
         **backend_kwargs,
     ) -> None:
-        from envgym.sandbox import make_sandbox, resolve_backend
+        from envgym.sandbox.backends import make_sandbox, resolve_backend
 
         if size < 1:
             raise ValueError(f"SandboxPool size must be at least 1, got {size}")
         self.backend = resolve_backend(backend)
         if self.backend == "docker":
-            from envgym.sandbox import gc
+            from envgym.sandbox.backends import gc
 
             gc(only_dead_owners=True)
         self.size = size

@@ -17,6 +17,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_differing_spaces, batch_space
 
+from envgym.extras import missing_extra
 from envgym.vector.in_process import SyncWorkers, ThreadWorkers
 from envgym.vector.processes import SubprocessWorkers
 from envgym.vector.sources import EnvSource, env_factories
@@ -136,7 +137,7 @@ class TextVectorEnv(VectorEnv):
             except ModuleNotFoundError as exc:
                 if exc.name != "ray":
                     raise
-                raise ImportError("workers='ray' needs Ray: pip install 'envgym[ray]'") from None
+                raise missing_extra("ray", extra="ray", purpose="workers='ray'") from None
             self._workers = RayWorkers(chunks, ray_actor_options, start_timeout_s)
         self.closed = False
         try:

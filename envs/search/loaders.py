@@ -1,7 +1,7 @@
 """Real corpora and question sets for the search env, in the formats the research uses.
 
 - Corpus: Search-R1 / FlashRAG JSONL, one ``{"id": ..., "contents": "\\"Title\\"\\ntext"}``
-  per line (also ``{"id", "title", "text"}``), read by `read_corpus_jsonl`.
+  per line (also ``{"id", "title", "text"}``), read by `envgym.retrieval.read_corpus_jsonl`.
 - Questions: NQ / HotpotQA style, JSONL (or one JSON array, as HotpotQA ships its
   dev set): ``{"question": ..., "golden_answers": [...]}`` (Search-R1, FlashRAG) or
   ``{"question": ..., "answer": "..."}`` (HotpotQA), with an optional ``id`` /
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from envgym.envs.search.questions import Question
-from envgym.envs.search.retrieval_base import Doc
+from envgym.retrieval import Doc, read_corpus_jsonl
 
 __all__ = ["load_corpus", "load_questions", "read_corpus_jsonl"]
 
@@ -37,42 +37,6 @@ def _existing(path: str | Path, what: str) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"no {what} file at {path}; pass the path of a JSONL file")
     return path
-
-
-def read_corpus_jsonl(path: str | Path) -> list[Doc]:
-    """Documents from a JSONL file, one object per line.
-
-    Reads the Search-R1 / FlashRAG corpus format, ``{"id": ..., "contents":
-    "\\"Title\\"\\ntext"}`` (the first line of `contents` is the title, in quotes),
-    and also ``{"id": ..., "title": ..., "text": ...}``.
-    """
-    path = Path(path)
-    docs = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                docs.append(_doc_from_row(row))
-            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-                raise ValueError(
-                    f"{path}:{lineno}: not a corpus line ({exc}); expected "
-                    '{"id": ..., "contents": "\\"Title\\"\\ntext"} or '
-                    '{"id": ..., "title": ..., "text": ...}'
-                ) from None
-    return docs
-
-
-def _doc_from_row(row: dict[str, Any]) -> Doc:
-    doc_id = str(row["id"])
-    if "contents" in row:
-        first, _, rest = str(row["contents"]).partition("\n")
-        title = first.strip()
-        if len(title) >= 2 and title[0] == title[-1] == '"':
-            title = title[1:-1]
-        return Doc(doc_id, title, rest.strip())
-    return Doc(doc_id, str(row.get("title", "")), str(row["text"]))
 
 
 def load_corpus(path: str | Path) -> list[Doc]:

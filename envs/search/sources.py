@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from envgym.envs.search.questions import Question
-from envgym.envs.search.retrieval_base import Doc
 from envgym.envs.search.world import load_world
+from envgym.retrieval import Doc, RemoteRetriever, make_retriever
 
 __all__ = ["check_server_world", "loaded_questions", "open_retriever"]
 
@@ -74,10 +74,8 @@ def open_retriever(
     else `retriever` itself when it is an object; else a ``"bm25"`` or ``"dense"``
     index over `corpus` (a JSONL path) or over the generated `world`.
     """
-    from envgym.envs.search import retrieval
-
     if url is not None or uds is not None:
-        remote = _shared(("remote", url, uds), lambda: retrieval.RemoteRetriever(url, uds=uds))
+        remote = _shared(("remote", url, uds), lambda: RemoteRetriever(url, uds=uds))
         if world is not None:
             check_server_world(remote.info(), *world)
         return remote
@@ -94,7 +92,7 @@ def open_retriever(
         docs = _shared(("docs", *source), lambda: _world_docs(*source[1:]))
     return _shared(
         ("index", kind, cache_key, *source),
-        lambda: retrieval.make_retriever(docs, kind=kind, cache_dir=cache_dir),
+        lambda: make_retriever(docs, kind=kind, cache_dir=cache_dir),
     )
 
 

@@ -286,7 +286,7 @@ def load_world(
     or ``~/.cache/envgym/search``).
     """
     if cache_dir is None:
-        from envgym.envs.search.retrieval_base import default_cache_dir
+        from envgym.retrieval import default_cache_dir
 
         root = default_cache_dir()
     else:

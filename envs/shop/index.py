@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from envgym.envs.search.retrieval_base import Doc
 from envgym.envs.shop.model import Catalogue
+from envgym.retrieval import Doc
 
 __all__ = [
     "RESULTS_LIMIT",
@@ -87,7 +87,7 @@ def shop_index(
 ) -> Any:
     """The BM25 index of `catalogue`, loaded from the disk cache or built and saved
     there, shared by every env of this process."""
-    from envgym.envs.search.bm25 import BM25Retriever
+    from envgym.retrieval import BM25Retriever
 
     root = Path(cache_dir) if cache_dir is not None else default_shop_cache()
     return shared(
@@ -103,7 +103,7 @@ def shop_index(
 
 def remote_index(url: str | None, uds: str | None, catalogue: Catalogue) -> Any:
     """A client of `envgym shop index-serve`, checked to hold `catalogue`."""
-    from envgym.envs.search.client import RemoteRetriever
+    from envgym.retrieval import RemoteRetriever
 
     def connect() -> Any:
         client = RemoteRetriever(url, uds=uds)

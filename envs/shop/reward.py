@@ -31,8 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from envgym.envs.search.bm25 import ENGLISH_STOPWORDS
 from envgym.envs.shop.model import Goal, Product
+from envgym.retrieval import ENGLISH_STOPWORDS
 
 __all__ = ["ShopReward", "content_words", "option_matches", "shop_reward", "type_reward", "words"]
 

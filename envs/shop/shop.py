@@ -34,7 +34,7 @@ from envgym.envs.shop.reward import shop_reward
 from envgym.parsing import first_tag, strip_think
 from envgym.text import quote_for_feedback
 
-__all__ = ["OBSERVATION_MODES", "ShopEnv", "ShopPreset", "parse_shop_action"]
+__all__ = ["OBSERVATION_MODES", "BaseShopEnv", "ShopEnv", "ShopPreset", "parse_shop_action"]
 
 OBSERVATION_MODES = ("text", "html")
 MAX_QUERY_CHARS = 500
@@ -81,73 +81,11 @@ class ShopPreset(Preset):
     options: int = setting(1, 0, 3, "goal options per instruction")
 
 
-class ShopEnv(TextEnv):
-    """Shop: find and buy the product an instruction describes (WebShop's task).
-
-    ## Description
-    Each episode is one instruction, e.g. "i need a long lasting 6.76 fl oz
-    bottle of eau de toilette, and price lower than 100.00 dollars", and a shop
-    of ``num_products`` generated products (default 50,000) in 24 categories,
-    each with a title, description, bullet points, attributes, option groups
-    and a price. The agent searches (BM25 over titles, descriptions, bullet
-    points and options), reads results and item pages, chooses options and
-    buys. Several products can satisfy an instruction, and near misses (one
-    attribute or option short, or over the price) sit beside them.
-
-    ## Action Space
-    Text, WebShop's commands: ``search[query]`` on the search page and
-    ``click[button]`` with any button of the page (matched without regard to
-    case or spacing). The command may stand inside ``<answer>...</answer>``;
-    ``<think>`` is ignored; the first command counts. Anything else is invalid:
-    the page comes back with feedback, and the turn is used.
-
-    ## Observation Space
-    Text. ``observation="text"`` (default): WebShop's text mode, the page's
-    parts joined by `` [SEP] ``: the instruction, then the page. ``"html"``: the
-    same page as the HTML ``envgym shop serve`` shows (a search form, result
-    links, option buttons, ``Buy Now``). Pages: search; results (10 per page, at
-    most 50, ``Next >`` / ``< Prev``); item (options by group, title, price,
-    rating, ``Description`` / ``Features`` / ``Reviews``, ``Buy Now``); the item's
-    sub-pages; done (the score). ``Back to Search`` is on every page but search
-    and done; ``< Prev`` goes back one page.
-
-    ## Starting State
-    The search page with an instruction made from a target product chosen by
-    the seed (or ``options["task_id"]``, e.g. ``"a2o2-123"``).
-
-    ## Rewards
-    WebShop's, on ``Buy Now`` only: ``r_type * (matched attributes + matched
-    options + price ok) / (goal attributes + goal options + 1)``, with
-    deterministic matching (`envgym.envs.shop.reward`). ``reward_components``
-    holds the ``attributes``, ``options`` and ``price`` shares (already times
-    ``r_type``); they sum to the reward. Every other step pays 0.
-
-    ## Episode End
-    Terminated on ``Buy Now``; ``info["success"]`` is True when the reward is
-    1. Truncated after ``max_turns`` turns (default 15).
-
-    ## Info
-    ``admissible_actions``: ``click[...]`` for every button of the page; on the
-    search page, one search with the instruction's words. ``state_key``: the
-    task, the page, the search, the product and the options chosen.
-    ``cost``: ``searches``. ``purchase`` (after ``Buy Now``): what was bought
-    and every part of the reward. ``privileged``: the goal (attributes,
-    options, price bound, target asin) and ``satisfying_asins``, every product
-    that earns reward 1 (at most 1,000 listed; ``satisfying_count`` has all).
-
-    ## Arguments
-    ``difficulty``: ``easy`` (1 attribute, 1 option), ``medium`` (2 and 2),
-    ``hard`` (3 and 3); 15 turns each. ``attributes`` (1-3) and ``options``
-    (0-3) override the level's (an option count above a product's groups
-    takes what it has). ``num_products`` (100 to 1,000,000, default 50,000)
-    and ``catalogue_seed`` (default 0) choose the catalogue. ``observation``:
-    ``"text"`` or ``"html"``. ``index_url`` / ``index_uds``: search through
-    ``envgym shop index-serve`` instead of an index in this process;
-    ``cache_dir``: where indexes are kept. ``max_turns`` (1 to 200).
-
-    ## Version History
-    * v0: initial version.
-    """
+class BaseShopEnv(TextEnv):
+    """What every shop env shares: the pages, the actions, the search index and the
+    reward. A subclass says where the products and the instructions come from
+    (`_load_catalogue`, `_make_goal`): `ShopEnv` generates them, `WebShopEnv`
+    reads WebShop's files. Its manual is `ShopEnv`'s."""
 
     system_prompt: ClassVar[str] = (
         "You are shopping online for what the instruction asks. On the search page, reply "
@@ -157,50 +95,23 @@ class ShopEnv(TextEnv):
         "instruction asks for before you click Buy Now. You may think inside "
         "<think>...</think> first."
     )
-    presets: ClassVar[dict[str, ShopPreset]] = {
-        "easy": ShopPreset(attributes=1, options=1, max_turns=15),
-        "medium": ShopPreset(attributes=2, options=2, max_turns=15),
-        "hard": ShopPreset(attributes=3, options=3, max_turns=15),
-    }
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("_catalogue", "_index", "_source")
 
     def __init__(
         self,
         *,
-        difficulty: str = "easy",
-        attributes: int | None = None,
-        options: int | None = None,
-        num_products: int = 50_000,
-        catalogue_seed: int = 0,
+        difficulty: str,
         observation: str = "text",
         index_url: str | None = None,
         index_uds: str | Path | None = None,
         cache_dir: str | Path | None = None,
         max_turns: int | None = None,
         render_mode: str | None = None,
+        **settings: Any,
     ) -> None:
         super().__init__(
-            difficulty=difficulty,
-            render_mode=render_mode,
-            attributes=attributes,
-            options=options,
-            max_turns=max_turns,
+            difficulty=difficulty, render_mode=render_mode, max_turns=max_turns, **settings
         )
-        from envgym.envs.shop.catalogue import MAX_PRODUCTS, MIN_PRODUCTS
-
-        self.num_products = check_int(
-            num_products, "num_products", MIN_PRODUCTS, MAX_PRODUCTS, "products in the catalogue"
-        )
-        self.catalogue_seed = check_int(catalogue_seed, "catalogue_seed", 0, 2**63 - 1)
-        self._init_common(observation, index_url, index_uds, cache_dir)
-
-    def _init_common(
-        self,
-        observation: str,
-        index_url: str | None,
-        index_uds: str | Path | None,
-        cache_dir: str | Path | None,
-    ) -> None:
         if observation not in OBSERVATION_MODES:
             raise ValueError(f"observation must be 'text' or 'html', not {observation!r}")
         if index_url is not None and index_uds is not None:
@@ -225,12 +136,6 @@ class ShopEnv(TextEnv):
             self._catalogue = self._load_catalogue()
         return self._catalogue
 
-    def _load_catalogue(self) -> Catalogue:
-        from envgym.envs.shop.catalogue import GeneratedCatalogue
-
-        n, seed = self.num_products, self.catalogue_seed
-        return shared(("generated", n, seed), lambda: GeneratedCatalogue(n, seed))
-
     @property
     def index(self) -> Any:
         """The search index: in this process (loaded from the disk cache or built), or a
@@ -249,14 +154,13 @@ class ShopEnv(TextEnv):
         with its own links)."""
         return self._view
 
-    def _make_goal(self, options: dict[str, Any]) -> Goal:
-        from envgym.envs.shop.goals import goal_from_task_id, make_goal
+    def _load_catalogue(self) -> Catalogue:
+        """The products, loaded once per process (`index.shared`)."""
+        raise NotImplementedError
 
-        catalogue = self.catalogue
-        if "task_id" in options:
-            return goal_from_task_id(catalogue, options["task_id"])
-        seed = int(self.np_random.integers(0, 2**62))
-        return make_goal(catalogue, seed, self.config.attributes, self.config.options)
+    def _make_goal(self, options: dict[str, Any]) -> Goal:
+        """The episode's goal: ``options["task_id"]``'s, else one drawn with `np_random`."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------ episode
     def _new_task(self, options: dict[str, Any]) -> str:
@@ -422,6 +326,129 @@ class ShopEnv(TextEnv):
 
     def _render_text(self) -> str:
         return render_text(self._view)
+
+
+class ShopEnv(BaseShopEnv):
+    """Shop: find and buy the product an instruction describes (WebShop's task).
+
+    ## Description
+    Each episode is one instruction, e.g. "i need a long lasting 6.76 fl oz
+    bottle of eau de toilette, and price lower than 100.00 dollars", and a shop
+    of ``num_products`` generated products (default 50,000) in 24 categories,
+    each with a title, description, bullet points, attributes, option groups
+    and a price. The agent searches (BM25 over titles, descriptions, bullet
+    points and options), reads results and item pages, chooses options and
+    buys. Several products can satisfy an instruction, and near misses (one
+    attribute or option short, or over the price) sit beside them.
+
+    ## Action Space
+    Text, WebShop's commands: ``search[query]`` on the search page and
+    ``click[button]`` with any button of the page (matched without regard to
+    case or spacing). The command may stand inside ``<answer>...</answer>``;
+    ``<think>`` is ignored; the first command counts. Anything else is invalid:
+    the page comes back with feedback, and the turn is used.
+
+    ## Observation Space
+    Text. ``observation="text"`` (default): WebShop's text mode, the page's
+    parts joined by `` [SEP] ``: the instruction, then the page. ``"html"``: the
+    same page as the HTML ``envgym shop serve`` shows (a search form, result
+    links, option buttons, ``Buy Now``). Pages: search; results (10 per page, at
+    most 50, ``Next >`` / ``< Prev``); item (options by group, title, price,
+    rating, ``Description`` / ``Features`` / ``Reviews``, ``Buy Now``); the item's
+    sub-pages; done (the score). ``Back to Search`` is on every page but search
+    and done; ``< Prev`` goes back one page.
+
+    ## Starting State
+    The search page with an instruction made from a target product chosen by
+    the seed (or ``options["task_id"]``, e.g. ``"a2o2-123"``).
+
+    ## Rewards
+    WebShop's, on ``Buy Now`` only: ``r_type * (matched attributes + matched
+    options + price ok) / (goal attributes + goal options + 1)``, with
+    deterministic matching (`envgym.envs.shop.reward`). ``reward_components``
+    holds the ``attributes``, ``options`` and ``price`` shares (already times
+    ``r_type``); they sum to the reward. Every other step pays 0.
+
+    ## Episode End
+    Terminated on ``Buy Now``; ``info["success"]`` is True when the reward is
+    1. Truncated after ``max_turns`` turns (default 15).
+
+    ## Info
+    ``admissible_actions``: ``click[...]`` for every button of the page; on the
+    search page, one search with the instruction's words. ``state_key``: the
+    task, the page, the search, the product and the options chosen.
+    ``cost``: ``searches``. ``purchase`` (after ``Buy Now``): what was bought
+    and every part of the reward. ``privileged``: the goal (attributes,
+    options, price bound, target asin) and ``satisfying_asins``, every product
+    that earns reward 1 (at most 1,000 listed; ``satisfying_count`` has all).
+
+    ## Arguments
+    ``difficulty``: ``easy`` (1 attribute, 1 option), ``medium`` (2 and 2),
+    ``hard`` (3 and 3); 15 turns each. ``attributes`` (1-3) and ``options``
+    (0-3) override the level's (an option count above a product's groups
+    takes what it has). ``num_products`` (100 to 1,000,000, default 50,000)
+    and ``catalogue_seed`` (default 0) choose the catalogue. ``observation``:
+    ``"text"`` or ``"html"``. ``index_url`` / ``index_uds``: search through
+    ``envgym shop index-serve`` instead of an index in this process;
+    ``cache_dir``: where indexes are kept. ``max_turns`` (1 to 200).
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    presets: ClassVar[dict[str, ShopPreset]] = {
+        "easy": ShopPreset(attributes=1, options=1, max_turns=15),
+        "medium": ShopPreset(attributes=2, options=2, max_turns=15),
+        "hard": ShopPreset(attributes=3, options=3, max_turns=15),
+    }
+
+    def __init__(
+        self,
+        *,
+        difficulty: str = "easy",
+        attributes: int | None = None,
+        options: int | None = None,
+        num_products: int = 50_000,
+        catalogue_seed: int = 0,
+        observation: str = "text",
+        index_url: str | None = None,
+        index_uds: str | Path | None = None,
+        cache_dir: str | Path | None = None,
+        max_turns: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(
+            difficulty=difficulty,
+            observation=observation,
+            index_url=index_url,
+            index_uds=index_uds,
+            cache_dir=cache_dir,
+            max_turns=max_turns,
+            render_mode=render_mode,
+            attributes=attributes,
+            options=options,
+        )
+        from envgym.envs.shop.catalogue import MAX_PRODUCTS, MIN_PRODUCTS
+
+        self.num_products = check_int(
+            num_products, "num_products", MIN_PRODUCTS, MAX_PRODUCTS, "products in the catalogue"
+        )
+        self.catalogue_seed = check_int(catalogue_seed, "catalogue_seed", 0, 2**63 - 1)
+
+    def _load_catalogue(self) -> Catalogue:
+        from envgym.envs.shop.catalogue import GeneratedCatalogue
+
+        n, seed = self.num_products, self.catalogue_seed
+        return shared(("generated", n, seed), lambda: GeneratedCatalogue(n, seed))
+
+    def _make_goal(self, options: dict[str, Any]) -> Goal:
+        from envgym.envs.shop.goals import goal_from_task_id, make_goal
+
+        catalogue = self.catalogue
+        if "task_id" in options:
+            return goal_from_task_id(catalogue, options["task_id"])
+        seed = int(self.np_random.integers(0, 2**62))
+        return make_goal(catalogue, seed, self.config.attributes, self.config.options)
 
 
 def _select(view: PageView, value: str) -> tuple[tuple[str, str], ...]:

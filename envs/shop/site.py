@@ -38,14 +38,13 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from envgym.envs.shop.html import render_html
-from envgym.serving import AppServer, BackgroundServer, socket_url
-from envgym.sockets import listening_socket
+from envgym.extras import require
+from envgym.serving import AppServer, BackgroundServer, app_server
 
 __all__ = [
     "DEFAULT_PORT",
     "MAX_BODY_BYTES",
     "ShopSite",
-    "ShopSiteDependencyMissing",
     "create_app",
     "env_action",
     "serve",
@@ -72,20 +71,8 @@ _HEADERS = {
 }
 
 
-class ShopSiteDependencyMissing(ImportError):
-    """fastapi or uvicorn is not installed (the ``remote`` extra)."""
-
-
 def _require(module: str) -> Any:
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise ShopSiteDependencyMissing(
-            f"the shop's web site needs the {module!r} package, which is not installed; "
-            "install the remote extra: pip install 'envgym[remote]'"
-        ) from exc
+    return require(module, extra="remote", purpose="the shop's web site")
 
 
 def _default_factory() -> Any:
@@ -378,14 +365,9 @@ def _app_server(
 ) -> AppServer:
     _require("uvicorn")
     app = create_app(env_factory, max_sessions=max_sessions, difficulty=difficulty)
-    sock = listening_socket(host, port, uds)  # after the app: a missing fastapi leaves no socket
-    address = socket_url(sock)
-    return AppServer(
-        app,
-        sock,
-        on_ready=None if on_ready is None else (lambda: on_ready(address)),
-        log_level=log_level,
-        lifespan="off",
+    # The app first: a missing fastapi leaves no socket.
+    return app_server(
+        app, host=host, port=port, uds=uds, on_ready=on_ready, log_level=log_level, lifespan="off"
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from envgym.core import Preset, check_int, short_repr
 from envgym.envs.shop.index import shared
 from envgym.envs.shop.model import Catalogue, Goal
-from envgym.envs.shop.shop import ShopEnv
+from envgym.envs.shop.shop import BaseShopEnv
 
 __all__ = ["SPLITS", "WebShopEnv"]
 
@@ -29,7 +29,7 @@ class WebShopPreset(Preset):
     """WebShop has one level; only the turn limit is set."""
 
 
-class WebShopEnv(ShopEnv):
+class WebShopEnv(BaseShopEnv):
     """WebShop: the Shop env on WebShop's own products and human instructions.
 
     ## Description
@@ -85,8 +85,14 @@ class WebShopEnv(ShopEnv):
     ) -> None:
         from envgym.envs.shop.webshop import find_webshop_files
 
-        super(ShopEnv, self).__init__(
-            difficulty=difficulty, render_mode=render_mode, max_turns=max_turns
+        super().__init__(
+            difficulty=difficulty,
+            observation=observation,
+            index_url=index_url,
+            index_uds=index_uds,
+            cache_dir=cache_dir,
+            max_turns=max_turns,
+            render_mode=render_mode,
         )
         if split not in SPLITS:
             raise ValueError(f"split must be one of {', '.join(SPLITS)}, not {short_repr(split)}")
@@ -98,9 +104,12 @@ class WebShopEnv(ShopEnv):
         self.split = split
         self.num_products = num_products
         self._goals: list[Goal] | None = None
-        self._init_common(observation, index_url, index_uds, cache_dir)
 
-    snapshot_exclude: ClassVar[tuple[str, ...]] = (*ShopEnv.snapshot_exclude, "_files", "_goals")
+    snapshot_exclude: ClassVar[tuple[str, ...]] = (
+        *BaseShopEnv.snapshot_exclude,
+        "_files",
+        "_goals",
+    )
 
     def _loaded(self) -> tuple[Catalogue, list[Goal]]:
         from envgym.envs.shop.webshop import load_webshop

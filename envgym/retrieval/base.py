@@ -1,15 +1,14 @@
-"""What every retriever of the search env shares: the `Retriever` protocol and its
-`Doc` / `Hit` types, the on-disk index cache (content keys, the cache folder, an
-atomic commit of a built index), and exact top-k selection with ties in corpus order.
+"""What every retriever shares: the `Retriever` protocol and its `Doc` / `Hit`
+types, the on-disk index cache (content keys, the cache folder, an atomic commit
+of a built index), and exact top-k selection with ties in corpus order.
 
-The retrievers themselves are in `bm25`, `dense` and `client`; `retrieval` is
-the module callers import.
+The retrievers themselves are in `bm25`, `dense` and `client`; callers import
+them from `envgym.retrieval`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import shutil
@@ -28,14 +27,12 @@ __all__ = [
     "Hit",
     "IndexDir",
     "Retriever",
-    "SearchDependencyMissing",
     "check_k",
     "default_cache_dir",
     "docs_fingerprint",
     "index_key",
     "make_hits",
     "read_meta",
-    "require_extra",
     "select_top_k",
     "with_progress",
 ]
@@ -65,7 +62,7 @@ class Hit:
 
 @runtime_checkable
 class Retriever(Protocol):
-    """What the search env needs: the top `k` documents for a query, best first.
+    """What a retrieving env needs: the top `k` documents for a query, best first.
 
     A blank query (or one made only of stopwords, for BM25) returns no hits;
     fewer than `k` hits come back when fewer documents match.
@@ -76,24 +73,9 @@ class Retriever(Protocol):
     def search_batch(self, queries: Sequence[str], k: int = 3) -> list[list[Hit]]: ...
 
 
-class SearchDependencyMissing(ImportError):
-    """A package of the ``search`` extra is not installed."""
-
-
-def require_extra(module: str, what: str) -> Any:
-    """The module `module`, or a SearchDependencyMissing naming the extra to install."""
-    extra = "dense" if what.startswith("dense") else "search"
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise SearchDependencyMissing(
-            f"{what} needs the {module!r} package, which is not installed; "
-            f"install the {extra} extra: pip install 'envgym[{extra}]'"
-        ) from exc
-
-
 def default_cache_dir() -> Path:
-    """``$ENVGYM_CACHE/search`` when ENVGYM_CACHE is set, else ``~/.cache/envgym/search``."""
+    """``$ENVGYM_CACHE/search`` when ENVGYM_CACHE is set, else ``~/.cache/envgym/search``
+    (named from when retrieval lived in the search env; kept, so built indexes are reused)."""
     root = os.environ.get("ENVGYM_CACHE")
     if root:
         return Path(root).expanduser() / "search"

@@ -1,4 +1,4 @@
-"""BM25 retrieval for the search env: the tokenizer and `BM25Retriever` (bm25s).
+"""BM25 retrieval: the tokenizer and `BM25Retriever` (bm25s).
 
 bm25s builds, saves and loads the index (``BM25.index``, ``save``, ``load``);
 queries are scored here, from the index's postings, because bm25s's own
@@ -18,19 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from envgym.envs.search.retrieval_base import (
+from envgym.extras import require
+from envgym.retrieval.base import (
     INDEX_FORMAT,
     Doc,
     Hit,
     IndexDir,
-    SearchDependencyMissing,
     check_k,
     default_cache_dir,
     docs_fingerprint,
     index_key,
     make_hits,
     read_meta,
-    require_extra,
     select_top_k,
     with_progress,
 )
@@ -75,7 +74,7 @@ def tokenize(text: str, stem: bool | None = None) -> list[str]:
         stem = stemmer is not None
     if stem:
         if stemmer is None:
-            raise SearchDependencyMissing("stemming needs PyStemmer: pip install PyStemmer")
+            raise ImportError("stemming needs PyStemmer: pip install PyStemmer")
         words = stemmer.stemWords(words)
     return words
 
@@ -104,7 +103,7 @@ class BM25Retriever:
         show_progress: bool = False,
         docs_hash: str | None = None,
     ) -> None:
-        bm25s = require_extra("bm25s", "BM25 retrieval")
+        bm25s = require("bm25s", extra="search", purpose="BM25 retrieval")
         if not docs:
             raise ValueError("cannot index an empty corpus: pass at least one Doc")
         self.docs = docs
