@@ -3,7 +3,7 @@
 The variables are set when pytest imports this file, before any test module is
 collected, and every subprocess a test starts inherits them with os.environ.
 
-- ``ENVGYM_CACHE``: the Search index and world cache (`envs/search/retrieval.py`
+- ``ENVGYM_CACHE``: the Search index and world cache (`envgym/retrieval/base.py`
   ``default_cache_dir()``, which `world.load_world` shares) and the sandbox
   cache (`envgym/sandbox/images.py` ``cache_dir()``).
 - ``XDG_CACHE_HOME``: what third-party code caches (Hugging Face, torch, pip).
