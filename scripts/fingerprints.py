@@ -125,12 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare:
         with open(args.compare) as fh:
             before = json.load(fh)
-        differ = sorted(
-            k for k in before.keys() | digests.keys() if before.get(k) != digests.get(k)
-        )
+        # With --env, only the ids run are compared.
+        keys = digests.keys() if args.env else before.keys() | digests.keys()
+        differ = sorted(k for k in keys if before.get(k) != digests.get(k))
         for key in differ:
             print(f"DIFFERS: {key}: {before.get(key)} -> {digests.get(key)}")
-        print(f"{len(digests) - len(differ)} of {len(before.keys() | digests.keys())} identical")
+        print(f"{len(keys) - len(differ)} of {len(keys)} identical")
         return 1 if differ else 0
     return 0
 
