@@ -25,6 +25,7 @@ def _mapped_packages(prefix: str, folder: str) -> list[str]:
 DATA_FOLDERS = [
     "envgym.schemas",
     "envgym.envs.code.problems",
+    "envgym.envs.shop.templates",
     "envgym.leaderboard.baselines",
     "envgym.leaderboard.templates",
 ]
