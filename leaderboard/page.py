@@ -10,8 +10,8 @@ server (`envgym.leaderboard.app`) serves them and `envgym.leaderboard.export`
 writes them as static files; `SiteLinks` says where their links point for each.
 
 The markup is in Jinja2 templates in ``templates/`` (``page.html`` the frame and
-its stylesheet ``style.css``, ``index.html``, ``env.html`` with the table of
-``entries.html``, ``trajectory.html``), rendered by `render_page` through
+its stylesheet ``style.css``, ``index.html``, ``env.html``, ``trajectory.html``, and
+``plot.svg`` for `envgym.leaderboard.plots`), rendered by `render_page` through
 `envgym.templating` with autoescape: every value from an entry or a results file
 is escaped. This module decides what the pages show; the templates, how.
 Every page is self-contained and printable: inline CSS, no script, no outside
