@@ -22,7 +22,13 @@ def _mapped_packages(prefix: str, folder: str) -> list[str]:
 #: Folders that hold only data (installed by package-data in pyproject.toml):
 #: named here, so setuptools installs them on purpose rather than warning that
 #: it would leave out an importable folder.
-DATA_FOLDERS = ["envgym.schemas", "envgym.envs.code.problems", "envgym.leaderboard.baselines"]
+DATA_FOLDERS = [
+    "envgym.schemas",
+    "envgym.envs.code.problems",
+    "envgym.envs.shop.templates",
+    "envgym.leaderboard.baselines",
+    "envgym.leaderboard.templates",
+]
 
 packages = find_packages(include=["envgym", "envgym.*"])
 for prefix, folder in MAPPED_FOLDERS.items():

@@ -1,11 +1,11 @@
 """The leaderboard's HTTP server: submissions in, verdicts and pages out.
 
-`create_app` builds the FastAPI app on a `Database`:
+`create_app` builds the FastAPI app on a `Database` from two routers:
 
-- ``POST /api/tickets`` (``Authorization: Bearer TOKEN``; body ``{env_id,
-  difficulty, episodes}``): a ticket, the board's seeds for one ranked run
-  (`envgym.leaderboard.tickets`).
-- ``POST /api/submissions`` (``Authorization: Bearer TOKEN``): a results file
+- `envgym.leaderboard.api.router`, the JSON API under ``/api``:
+  ``POST /api/tickets`` (``Authorization: Bearer TOKEN``; body ``{env_id,
+  difficulty, episodes}``): a ticket, the board's seeds for one ranked run.
+  ``POST /api/submissions`` (``Authorization: Bearer TOKEN``): a results file
   as the JSON body. 401 without a known token (429 for an address past the
   failed-authentication rate), 403 with a revoked one, 413 over the size
   limit (refused from ``Content-Length`` before any of the body is read, or as
@@ -13,16 +13,12 @@
   with ``Retry-After`` past the per-token rate, 400 for a body that is not a
   results file of a registered env on a track (only the difficulty set) or
   names a ticket it may not use. The body is parsed off the event loop and
-  checked before anything is stored. Stored as ``pending`` and answered
-  ``{id, status}`` at once; worker processes verify it
-  (`envgym.leaderboard.worker`). The same file again answers the existing
-  submission.
-- ``GET /api/submissions/{id}``: an accepted submission's state for anyone;
-  a pending or rejected one's (with the reason) for its submitter only.
-  ``GET /api/results``: the accepted entries.
-- ``GET /``, ``/envs/{slug}``, ``/submissions/{id}/episodes/{i}``: the pages of
-  `envgym.leaderboard.page`, over the accepted submissions and the committed
-  baselines; only those have trajectory pages.
+  checked before anything is stored. ``GET /api/submissions/{id}``: an
+  accepted submission's state for anyone; a pending or rejected one's (with
+  the reason) for its submitter only. ``GET /api/results``: the accepted entries.
+- `pages`, here: ``GET /``, ``/envs/{slug}``, ``/submissions/{id}/episodes/{i}``:
+  the pages of `envgym.leaderboard.page`, over the accepted submissions and the
+  committed baselines; only those have trajectory pages.
 
 Errors are a status and a JSON body ``{"detail": "..."}`` that says what to
 fix. `serve` runs the app until Ctrl-C; `LeaderboardServer` runs it on a
@@ -32,46 +28,26 @@ background thread (tests, notebooks).
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
-import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse
-from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
+from envgym.leaderboard.api import ServerSettings, accepted_entries
+from envgym.leaderboard.api import router as api_router
 from envgym.leaderboard.baselines import load_baseline_entries, load_baseline_results
-from envgym.leaderboard.db import Database, EpisodeView, Submission, iso_utc
-from envgym.leaderboard.edge import (
-    RateLimiter,
-    SessionDep,
-    SubmissionCreated,
-    SubmissionState,
-    TicketIssued,
-    TicketRequest,
-    bearer,
-    error,
-    header_fields,
-    parse_upload,
-    read_body,
-)
-from envgym.leaderboard.models import Entry, UploadHeader
+from envgym.leaderboard.db import Database, EpisodeView, Submission
+from envgym.leaderboard.edge import AuthLimits, RateLimiter, SessionDep, error
+from envgym.leaderboard.models import Entry
 from envgym.leaderboard.page import env_slug, render_env, render_index
-from envgym.leaderboard.tickets import (
-    DEFAULT_TICKET_TTL_S,
-    TicketError,
-    claim_ticket,
-    issue_ticket,
-    ticket_counts,
-)
-from envgym.leaderboard.tokens import TokenCheck, check_token
+from envgym.leaderboard.tickets import DEFAULT_TICKET_TTL_S, ticket_counts
 from envgym.leaderboard.trajectory import (
     ReplayedObservations,
     render_trajectory,
@@ -86,6 +62,7 @@ __all__ = [
     "LeaderboardServer",
     "RateLimiter",
     "create_app",
+    "pages",
     "serve",
 ]
 
@@ -122,8 +99,6 @@ def create_app(
     to the pages. A submission whose verification takes longer than
     `verify_budget_s` seconds is rejected as too slow to verify.
     """
-    limiter = RateLimiter(rate_limit, rate_window_s)
-    failures = RateLimiter(auth_failures, rate_window_s)
     queue = VerificationQueue(db, workers, budget_s=verify_budget_s) if workers > 0 else None
 
     @asynccontextmanager
@@ -137,172 +112,20 @@ def create_app(
 
     app = FastAPI(title="envgym leaderboard", lifespan=lifespan)
     app.state.db = db
-
-    async def identify(request: Request) -> TokenCheck:
-        """The caller's submitter, or 401/403; an address that keeps failing gets 429."""
-        address = request.client.host if request.client else "?"
-        blocked = failures.retry_after(address, count=False)
-        if blocked > 0:
-            raise error(
-                429,
-                f"too many failed authentications from this address; try again in "
-                f"{math.ceil(blocked)} s",
-                {"Retry-After": str(math.ceil(blocked))},
-            )
-        try:
-            token = bearer(request)
-        except HTTPException:
-            failures.retry_after(address)
-            raise
-        who = await run_in_threadpool(check_token, db, token)
-        if who.state == "unknown":
-            failures.retry_after(address)
-            raise error(
-                401,
-                "unknown token; check --token, or ask the operator for a new one",
-                {"WWW-Authenticate": "Bearer"},
-            )
-        if who.state == "revoked":
-            raise error(403, f"the token of {who.name!r} was revoked; ask for a new one")
-        return who
-
-    async def authenticate(request: Request) -> TokenCheck:
-        """`identify`, then the per-token rate of uploads and tickets."""
-        who = await identify(request)
-        wait = limiter.retry_after(who.submitter_id)
-        if wait > 0:
-            seconds = math.ceil(wait)
-            raise error(
-                429,
-                f"more than {rate_limit} requests in {rate_window_s:g} s; try again in {seconds} s",
-                {"Retry-After": str(seconds)},
-            )
-        return who
-
-    @app.post("/api/tickets", status_code=201)
-    async def create_ticket(request: Request, wanted: TicketRequest) -> TicketIssued:
-        who = await authenticate(request)
-        assert who.submitter_id is not None
-        try:
-            issued = await run_in_threadpool(
-                issue_ticket,
-                db,
-                who.submitter_id,
-                wanted.env_id,
-                wanted.difficulty,
-                wanted.episodes,
-                ticket_ttl_s,
-                wanted.settings,
-            )
-        except TicketError as exc:
-            raise error(400, str(exc)) from None
-        return TicketIssued(**issued)
-
-    @app.post("/api/submissions", status_code=202)
-    async def create_submission(request: Request) -> SubmissionCreated:
-        who = await authenticate(request)
-        body = await read_body(request, max_body_bytes)
-        header = await run_in_threadpool(parse_upload, body)
-        submitter_id = who.submitter_id
-        assert submitter_id is not None
-        try:
-            created = await run_in_threadpool(_store, db, submitter_id, body, header, quota_bytes)
-        except TicketError as exc:
-            raise error(400, str(exc)) from None
-        except IntegrityError:  # the same file, stored by a concurrent request
-            created = await run_in_threadpool(_store, db, submitter_id, body, header, quota_bytes)
-        if queue is not None and not created.duplicate:
-            await run_in_threadpool(queue.submit, created.id, submitter_id, body.decode("utf-8"))
-        return created
-
-    @app.get("/api/submissions/{submission_id}")
-    async def submission_state(submission_id: int, request: Request) -> SubmissionState:
-        state = await run_in_threadpool(_submission_state, db, submission_id)
-        if state is None or (state.status != "accepted" and not await _is_owner(request, state)):
-            # Pending and rejected files are their submitter's business only.
-            raise error(404, f"no submission {submission_id}; check the id envgym submit gave")
-        return state
-
-    async def _is_owner(request: Request, state: SubmissionState) -> bool:
-        if not request.headers.get("authorization"):
-            return False
-        who = await identify(request)  # polling its own verdict costs no upload rate
-        return who.name == state.submitter
-
-    @app.get("/api/results")
-    def results(session: SessionDep, env_id: str | None = None) -> list[Entry]:
-        return _accepted_entries(session, env_id)
-
-    _add_pages(app, include_baselines)
-    return app
-
-
-def _store(
-    db: Database, submitter_id: int, body: bytes, header: UploadHeader, quota_bytes: int
-) -> SubmissionCreated:
-    digest = hashlib.sha256(body).hexdigest()
-    with db.session() as session:
-        existing = session.scalar(select(Submission).where(Submission.body_sha256 == digest))
-        if existing is not None:
-            return SubmissionCreated(id=existing.id, status=existing.status, duplicate=True)
-        used = session.scalar(
-            select(func.coalesce(func.sum(Submission.body_bytes), 0)).where(
-                Submission.submitter_id == submitter_id
-            )
-        )
-        if int(used or 0) + len(body) > quota_bytes:
-            raise error(
-                413,
-                f"this file would take you past your {quota_bytes} byte upload quota "
-                f"({used} used); ask the operator for more",
-            )
-        ticket = claim_ticket(session, submitter_id, header)
-        submission = Submission(
-            submitter_id=submitter_id,
-            status="pending",
-            results_json=body.decode("utf-8"),
-            body_sha256=digest,
-            body_bytes=len(body),
-            ticket_id=None if ticket is None else ticket.id,
-            **header_fields(header),
-        )
-        session.add(submission)
-        session.flush()
-        if ticket is not None:
-            ticket.submission_id = submission.id
-        return SubmissionCreated(id=submission.id, status="pending")
-
-
-def _submission_state(db: Database, submission_id: int) -> SubmissionState | None:
-    with db.sessions() as session:
-        submission = session.get(Submission, submission_id)
-        if submission is None:
-            return None
-        entry = submission.entry()
-        return SubmissionState(
-            id=submission.id,
-            status=submission.status,
-            reason=submission.reason,
-            episode=submission.episode,
-            checked_episodes=submission.checked_episodes,
-            env_id=submission.env_id,
-            submitter=submission.submitter.name,
-            created_at=entry.created_at,
-            verified_at=iso_utc(submission.verified_at),
-            entry=entry if submission.status == "accepted" else None,
-        )
-
-
-def _accepted_entries(session: Session, env_id: str | None = None) -> list[Entry]:
-    query = (
-        select(Submission)
-        .where(Submission.status == "accepted")
-        .options(joinedload(Submission.submitter))
-        .order_by(Submission.id)
+    app.state.auth_limits = AuthLimits(
+        requests=RateLimiter(rate_limit, rate_window_s),
+        failures=RateLimiter(auth_failures, rate_window_s),
     )
-    if env_id is not None:
-        query = query.where(Submission.env_id == env_id)
-    return [s.entry() for s in session.scalars(query)]
+    app.state.settings = ServerSettings(
+        max_body_bytes=max_body_bytes,
+        quota_bytes=quota_bytes,
+        ticket_ttl_s=ticket_ttl_s,
+        include_baselines=include_baselines,
+        queue=queue,
+    )
+    app.include_router(api_router)
+    app.include_router(pages)
+    return app
 
 
 # ------------------------------------------------------------- the pages
@@ -314,40 +137,46 @@ def _html(text: str) -> HTMLResponse:
     return HTMLResponse(text, headers={"Content-Security-Policy": _CSP})
 
 
-def _add_pages(app: FastAPI, include_baselines: bool) -> None:
-    def entries(session: Session) -> list[Entry]:
-        baseline_entries = _baselines()[0] if include_baselines else []
-        return baseline_entries + _accepted_entries(session)
+pages = APIRouter(tags=["pages"])
 
-    @app.get("/", response_class=HTMLResponse)
-    def index(session: SessionDep) -> HTMLResponse:
-        return _html(render_index(entries(session), submitters=ticket_counts(session)))
 
-    @app.get("/envs/{slug}", response_class=HTMLResponse)
-    def env_page(
-        slug: str,
-        session: SessionDep,
-        sort: Annotated[str, Query()] = "rank",
-        order: Annotated[str, Query()] = "desc",
-    ) -> HTMLResponse:
-        every = entries(session)
-        slugs = {env_slug(i): i for i in sorted({e.env_id for e in every})}
-        if slug not in slugs:
-            raise error(404, f"no entries for env {slug!r}; see / for the envs with entries")
-        return _html(render_env(slugs[slug], every, sort, order))
+def _entries(request: Request, session: Session) -> list[Entry]:
+    include_baselines = request.app.state.settings.include_baselines
+    return (_baselines()[0] if include_baselines else []) + accepted_entries(session)
 
-    @app.get("/env/{env_id:path}")
-    def env_by_id(env_id: str) -> RedirectResponse:
-        return RedirectResponse(f"/envs/{env_slug(env_id)}")
 
-    @app.get("/submissions/{entry_id}/episodes/{index}", response_class=HTMLResponse)
-    def trajectory(entry_id: str, index: int, session: SessionDep) -> HTMLResponse:
-        episode, meta, count, seen = _episode(session, entry_id, index, include_baselines)
-        return _html(
-            render_trajectory(
-                meta, episode, index, entry_id=entry_id, episode_count=count, seen=seen
-            )
-        )
+@pages.get("/", response_class=HTMLResponse)
+def index(request: Request, session: SessionDep) -> HTMLResponse:
+    return _html(render_index(_entries(request, session), submitters=ticket_counts(session)))
+
+
+@pages.get("/envs/{slug}", response_class=HTMLResponse)
+def env_page(
+    slug: str,
+    request: Request,
+    session: SessionDep,
+    sort: Annotated[str, Query()] = "rank",
+    order: Annotated[str, Query()] = "desc",
+) -> HTMLResponse:
+    every = _entries(request, session)
+    slugs = {env_slug(i): i for i in sorted({e.env_id for e in every})}
+    if slug not in slugs:
+        raise error(404, f"no entries for env {slug!r}; see / for the envs with entries")
+    return _html(render_env(slugs[slug], every, sort, order))
+
+
+@pages.get("/env/{env_id:path}")
+def env_by_id(env_id: str) -> RedirectResponse:
+    return RedirectResponse(f"/envs/{env_slug(env_id)}")
+
+
+@pages.get("/submissions/{entry_id}/episodes/{index}", response_class=HTMLResponse)
+def trajectory(entry_id: str, index: int, request: Request, session: SessionDep) -> HTMLResponse:
+    include_baselines = request.app.state.settings.include_baselines
+    episode, meta, count, seen = _episode(session, entry_id, index, include_baselines)
+    return _html(
+        render_trajectory(meta, episode, index, entry_id=entry_id, episode_count=count, seen=seen)
+    )
 
 
 def _episode(

@@ -1,18 +1,23 @@
-"""The leaderboard server's edge: request and response models, authentication
-headers, bounded body reading, rate limits and the first check of an upload,
-before anything is stored (`envgym.leaderboard.app` builds the routes on them).
+"""The leaderboard server's edge: request and response models, the bearer-token
+dependencies (`Submitter`, `RateLimitedSubmitter`), bounded body reading, rate
+limits and the first check of an upload, before anything is stored
+(`envgym.leaderboard.api` and `envgym.leaderboard.app` build the routes on them).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
@@ -20,17 +25,30 @@ from envgym.evaluation.results_file import SCHEMA_VERSION, schema_problem
 from envgym.evaluation.tracks import track_problem
 from envgym.leaderboard.models import Entry, UploadHeader
 from envgym.leaderboard.page import settings_text
+from envgym.leaderboard.tokens import TokenCheck, check_token
 
 __all__ = [
+    "AuthLimits",
+    "Credentials",
+    "ErrorDetail",
+    "RateLimitedSubmitter",
     "RateLimiter",
     "SessionDep",
+    "Submitter",
     "SubmissionCreated",
     "SubmissionState",
     "TicketIssued",
     "TicketRequest",
+    "identify",
     "parse_upload",
     "read_body",
 ]
+
+
+class ErrorDetail(BaseModel):
+    """The body of every error answer: what happened and what to do."""
+
+    detail: str
 
 
 class SubmissionCreated(BaseModel):
@@ -101,17 +119,79 @@ def error(status: int, detail: str, headers: dict[str, str] | None = None) -> HT
     return HTTPException(status_code=status, detail=detail, headers=headers)
 
 
-def bearer(request: Request) -> str:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+#: ``Authorization: Bearer TOKEN``, read (and shown in the OpenAPI schema) by
+#: FastAPI; a missing or malformed header gets this server's own 401 from
+#: `identify`, which counts it as a failed authentication, hence no auto_error.
+bearer_scheme = HTTPBearer(
+    auto_error=False, description="a submitter's token (envgym submit --token TOKEN)"
+)
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)]
+
+
+@dataclass(frozen=True)
+class AuthLimits:
+    """An app's rate limits (``app.state.auth_limits``): `requests` (uploads and
+    tickets) per submitter, `failures` (failed authentications) per client address."""
+
+    requests: RateLimiter
+    failures: RateLimiter
+
+
+async def identify(request: Request, credentials: Credentials) -> TokenCheck:
+    """The caller's submitter, or 401/403; an address that keeps failing gets 429."""
+    failures = request.app.state.auth_limits.failures
+    address = request.client.host if request.client else "?"
+    blocked = failures.retry_after(address, count=False)
+    if blocked > 0:
+        raise error(
+            429,
+            f"too many failed authentications from this address; try again in "
+            f"{math.ceil(blocked)} s",
+            {"Retry-After": str(math.ceil(blocked))},
+        )
+    token = credentials.credentials.strip() if credentials is not None else ""
+    if not token:
+        failures.retry_after(address)
         raise error(
             401,
             "no token: send 'Authorization: Bearer TOKEN' (envgym submit --token TOKEN); "
             "ask the leaderboard's operator for one",
             {"WWW-Authenticate": "Bearer"},
         )
-    return token.strip()
+    who = await run_in_threadpool(check_token, request.app.state.db, token)
+    if who.state == "unknown":
+        failures.retry_after(address)
+        raise error(
+            401,
+            "unknown token; check --token, or ask the operator for a new one",
+            {"WWW-Authenticate": "Bearer"},
+        )
+    if who.state == "revoked":
+        raise error(403, f"the token of {who.name!r} was revoked; ask for a new one")
+    return who
+
+
+#: The route's caller, authenticated (`identify`).
+Submitter = Annotated[TokenCheck, Depends(identify)]
+
+
+async def rate_limited(request: Request, who: Submitter) -> TokenCheck:
+    """`identify`, then the per-submitter rate of uploads and tickets (429 past it)."""
+    requests = request.app.state.auth_limits.requests
+    wait = requests.retry_after(who.submitter_id)
+    if wait > 0:
+        seconds = math.ceil(wait)
+        raise error(
+            429,
+            f"more than {requests.limit} requests in {requests.window_s:g} s; "
+            f"try again in {seconds} s",
+            {"Retry-After": str(seconds)},
+        )
+    return who
+
+
+#: The route's caller, authenticated and within the per-submitter rate.
+RateLimitedSubmitter = Annotated[TokenCheck, Depends(rate_limited)]
 
 
 async def read_body(request: Request, limit: int) -> bytes:

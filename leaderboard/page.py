@@ -9,10 +9,14 @@ Which entries rank, and in what order, is `envgym.leaderboard.ranking`'s. The
 server (`envgym.leaderboard.app`) serves them and `envgym.leaderboard.export`
 writes them as static files; `SiteLinks` says where their links point for each.
 
+The markup is in Jinja2 templates in ``templates/`` (``page.html`` the frame and
+its stylesheet ``style.css``, ``index.html``, ``env.html``, ``trajectory.html``, and
+``plot.svg`` for `envgym.leaderboard.plots`), rendered by `render_page` through
+`envgym.templating` with autoescape: every value from an entry or a results file
+is escaped. This module decides what the pages show; the templates, how.
 Every page is self-contained and printable: inline CSS, no script, no outside
 resource, so a strict Content-Security-Policy (``default-src 'none';
-style-src 'unsafe-inline'; img-src data:``) serves it. Every value from an entry
-or a results file is escaped.
+style-src 'unsafe-inline'; img-src data:``) serves it.
 
 An entry is a dict with keys ``id, env_id, difficulty, agent, model,
 submitter, episodes, success_rate, success_ci95, mean_return, ci95,
@@ -26,15 +30,17 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from html import escape
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
+
+from markupsafe import Markup
 
 from envgym.evaluation.tracks import MIN_RANKED_EPISODES
 from envgym.leaderboard.models import Entry, as_entry
 from envgym.leaderboard.plots import PlotPoint, interval_plot
 from envgym.leaderboard.ranking import Identity, installed_identity, rank_entries, track_label
-from envgym.leaderboard.style import CSS as _CSS
+from envgym.templating import render_template
 
 __all__ = [
     "ORDERS",
@@ -53,9 +59,6 @@ __all__ = [
 #: is each track's rank (by the lower bounds of the 95% intervals), level by level.
 SORTS: tuple[str, ...] = ("rank", "success", "return", "date")
 ORDERS: tuple[str, ...] = ("desc", "asc")
-
-
-_ARROWS = {"desc": "\u25bc", "asc": "\u25b2"}
 
 
 class SiteLinks:
@@ -95,11 +98,6 @@ def agent_label(entry: Entry) -> str:
     return f"{label} [{settings}]" if settings else label
 
 
-def _settings(entry: Entry) -> str:
-    settings = entry.settings
-    return f' <span class="settings muted">[{escape(str(settings))}]</span>' if settings else ""
-
-
 def settings_text(env_kwargs: Any) -> str | None:
     """The env arguments of a run other than its difficulty, as ``k=v, ...`` (None
     when there are none)."""
@@ -125,26 +123,6 @@ def _pct(value: Any) -> str:
 def _num(value: Any) -> str:
     number = _number(value)
     return f"{number:.3g}" if math.isfinite(number) else "-"
-
-
-def _interval(pair: Any, fmt: Any) -> str:
-    if isinstance(pair, list | tuple) and len(pair) == 2:
-        return f'<span class="ci">[{escape(fmt(pair[0]))}, {escape(fmt(pair[1]))}]</span>'
-    return ""
-
-
-def render_page(title: str, body: str, *, links: SiteLinks | None = None) -> str:
-    """A complete HTML document: `title` escaped, `body` already HTML."""
-    home = (links or SiteLinks()).index()
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<meta name="referrer" content="no-referrer">'
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
-        f'<nav><a href="{escape(home)}">envgym leaderboard</a></nav>'
-        f"{body}</body></html>\n"
-    )
 
 
 def _difficulty_order(env_id: str) -> dict[str, int]:
@@ -187,111 +165,51 @@ def sort_entries(entries: Sequence[Entry], sort: str = "rank", order: str = "des
     return sorted(by_id, key=lambda e: _sort_key(sort, e, levels), reverse=best_first)
 
 
-def _verified_cell(entry: Entry) -> str:
-    if entry.verified:
-        return '<span class="badge verified">verified</span>'
-    if entry.status == "baseline":
-        return (
-            '<span class="badge baseline" title="made by envgym\'s baseline script, '
-            'not by a submission the server replayed">baseline</span>'
-        )
-    return f'<span class="muted">{escape(str(entry.status or "no"))}</span>'
+@dataclass(frozen=True)
+class _Column:
+    """A table column's header: `sort` the ``?sort=`` it links to (None: it does
+    not sort), `href` where a click goes, `active` when the table sorts by it."""
+
+    label: str
+    sort: str | None = None
+    href: str = ""
+    active: bool = False
 
 
-def _date(entry: Entry) -> str:
-    stamp = str(entry.created_at or "")
-    if not stamp:
-        return '<span class="muted">-</span>'
-    return f'<time datetime="{escape(stamp)}">{escape(stamp[:10])}</time>'
+_COLUMNS: tuple[tuple[str, str | None], ...] = (
+    ("#", "rank"), ("agent (as claimed)", None), ("model (as claimed)", None),
+    ("submitter", None), ("difficulty", None), ("success [95% CI]", "success"),
+    ("mean return [95% CI]", "return"), ("episodes", None), ("seeds", None),
+    ("date", "date"), ("verified", None), ("trajectory", None),
+)  # fmt: skip
 
 
-def _header(label: str, sort: str | None, current: str, order: str, env_id: str,
-            links: SiteLinks) -> str:  # fmt: skip
-    if sort is None:
-        return f"<th>{escape(label)}</th>"
-    active = sort == current
-    # A click on the active column flips its order; on another it starts high-to-low.
-    next_order = ("asc" if order == "desc" else "desc") if active else "desc"
-    aria = f' aria-sort="{"descending" if order == "desc" else "ascending"}"' if active else ""
-    arrow = f" {_ARROWS[order]}" if active else ""
-    href = links.env(env_id, sort, next_order)
-    cls = "" if sort == "date" else ' class="num"'
-    return (
-        f'<th{cls}{aria}><a class="sort" data-sort="{sort}" href="{escape(href)}" '
-        f'title="sort by {escape(label)}">{escape(label)}{arrow}</a></th>'
-    )
+def _columns(env_id: str, sort: str, order: str, links: SiteLinks) -> list[_Column]:
+    columns = []
+    for label, key in _COLUMNS:
+        if key is None:
+            columns.append(_Column(label))
+            continue
+        active = key == sort
+        # A click on the active column flips its order; on another it starts high-to-low.
+        next_order = ("asc" if order == "desc" else "desc") if active else "desc"
+        columns.append(_Column(label, key, links.env(env_id, key, next_order), active))
+    return columns
 
 
-def _seeds(entry: Entry) -> str:
-    seed, episodes = entry.seed, entry.episodes
-    if not isinstance(seed, int) or not isinstance(episodes, int) or episodes < 1:
-        return '<span class="muted">-</span>'
-    where = "ticket" if entry.ticketed else "own"
-    return (
-        f'<span class="seeds" title="{where} seeds">{seed}..{seed + episodes - 1}</span>'
-        f' <span class="ci">{where}</span>'
-    )
-
-
-def _return_cell(entry: Entry) -> str:
-    # One episode has no interval: none is shown rather than a zero-width one.
-    episodes = entry.episodes
-    interval = entry.ci95 if isinstance(episodes, int) and episodes >= 2 else None
-    return f"{_num(entry.mean_return)} {_interval(interval, _num)}"
-
-
-def _agent_cell(entry: Entry) -> str:
-    label = entry.replies_label
-    claimed = (
-        f' <span class="badge replies" title="verification found these replies">'
-        f"{escape(str(label))}</span>"
-        if label
-        else ""
-    )
-    return f"{escape(str(entry.agent or '?'))}{_settings(entry)}{claimed}"
-
-
-def _table(env_id: str, entries: Sequence[Entry], sort: str, order: str,
-           links: SiteLinks, *, table_id: str, caption: str, why: bool = False) -> str:  # fmt: skip
-    heads = [
-        ("#", "rank"), ("agent (as claimed)", None), ("model (as claimed)", None),
-        ("submitter", None), ("difficulty", None), ("success [95% CI]", "success"),
-        ("mean return [95% CI]", "return"), ("episodes", None), ("seeds", None),
-        ("date", "date"), ("verified", None), ("trajectory", None),
-    ]  # fmt: skip
-    if why:
-        heads = [(label, None) for label, _ in heads] + [("not ranked because", None)]
-    head = "".join(_header(label, key, sort, order, env_id, links) for label, key in heads)
-    rows = []
-    for entry in entries:
-        entry_id = str(entry.id)
-        model = entry.model
-        rank = entry.rank
-        reason = f'<td class="why">{escape(str(entry.unranked or ""))}</td>' if why else ""
-        rows.append(
-            f'<tr class="entry" data-entry-id="{escape(entry_id)}" '
-            f'data-success="{_number(entry.success_rate)!r}" '
-            f'data-return="{_number(entry.mean_return)!r}">'
-            f'<td class="num rank">{rank if rank else "-"}</td>'
-            f'<td class="agent">{_agent_cell(entry)}</td>'
-            f'<td class="model">{escape(str(model)) if model else "-"}</td>'
-            f'<td class="submitter">{escape(str(entry.submitter or "-"))}</td>'
-            f"<td>{escape(str(entry.difficulty or '-'))}</td>"
-            f'<td class="num success">{_pct(entry.success_rate)} '
-            f"{_interval(entry.success_ci95, _pct)}</td>"
-            f'<td class="num return">{_return_cell(entry)}</td>'
-            f'<td class="num">{"-" if entry.episodes is None else entry.episodes}</td>'
-            f"<td>{_seeds(entry)}</td>"
-            f"<td>{_date(entry)}</td><td>{_verified_cell(entry)}</td>"
-            f'<td><a class="trajectory" href="{escape(links.trajectory(entry_id, 0))}">'
-            f"episode 0</a></td>{reason}</tr>"
-        )
-    span = len(heads)
-    body = "".join(rows) or f'<tr><td colspan="{span}" class="muted">no entries yet</td></tr>'
-    return (
-        f'<table id="{escape(table_id)}" class="results"><caption class="muted">'
-        f"{escape(caption)}</caption>"
-        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+def render_page(template: str, title: str, *, links: SiteLinks, **context: Any) -> str:
+    """The leaderboard page `template` (in ``templates/``, extending the frame
+    ``page.html``) titled `title`, its values escaped; the templates may call
+    ``number``, ``pct`` and ``num`` to show a value."""
+    return render_template(
+        "envgym.leaderboard",
+        template,
+        title=title,
+        links=links,
+        number=_number,
+        pct=_pct,
+        num=_num,
+        **context,
     )
 
 
@@ -361,41 +279,21 @@ def render_env(
         f"the return interval; a ranked run used board-issued seeds, the level's own "
         f"settings and at least {MIN_RANKED_EPISODES} episodes"
     )
-    body = (
-        f"<h1>{escape(env_id)}</h1>"
-        + _table(
-            env_id, mine, sort, order, links, table_id=f"results-{slug}", caption=ranked_caption
-        )  # fmt: skip
-        + "<h2>Not ranked</h2>"
-        + _table(
-            env_id,
-            others,
-            sort,
-            order,
-            links,
-            table_id=f"unranked-{slug}",
-            caption=f"{len(others)} entries listed apart, newest first",
-            why=True,
-        )  # fmt: skip
-        + f"<h2>Success rate</h2><figure>{success_plot}</figure>"
-        + f"<h2>Mean return</h2><figure>{return_plot}</figure>"
-    )
-    return render_page(f"{env_id} - envgym leaderboard", body, links=links)
-
-
-def _submitters(rows: Sequence[tuple[str, int, int]]) -> str:
-    if not rows:
-        return ""
-    body = "".join(
-        f'<tr class="submitter"><td>{escape(name)}</td><td class="num">{issued}</td>'
-        f'<td class="num">{used}</td></tr>'
-        for name, issued, used in rows
-    )
-    return (
-        '<h2>Submitters</h2><table id="submitters"><caption class="muted">tickets (seeds '
-        "issued by the board) each submitter took, and how many they submitted</caption>"
-        '<thead><tr><th>submitter</th><th class="num">tickets issued</th>'
-        f'<th class="num">submitted</th></tr></thead><tbody>{body}</tbody></table>'
+    return render_page(
+        "env.html",
+        f"{env_id} - envgym leaderboard",
+        links=links,
+        env_id=env_id,
+        slug=slug,
+        order=order,
+        ranked=mine,
+        ranked_caption=ranked_caption,
+        columns=_columns(env_id, sort, order, links),
+        unranked=others,
+        unranked_columns=[_Column(label) for label, _ in _COLUMNS]
+        + [_Column("not ranked because")],
+        success_plot=Markup(success_plot),
+        return_plot=Markup(return_plot),
     )
 
 
@@ -440,14 +338,13 @@ def render_index(
         {label for *_, label in best},
         key=lambda a: (-sum(_number(best[k].success_rate) for k in best if k[2] == a), a),
     )
-    head = "".join(f'<th class="num agent">{escape(a)}</th>' for a in agents)
     rows = []
     for env_id, difficulty in tracks:
-        cells = []
+        cells: list[dict[str, str] | None] = []
         for agent in agents:
-            entry = best.get((env_id, difficulty, agent))  # type: ignore[assignment]
+            entry = best.get((env_id, difficulty, agent))
             if entry is None:
-                cells.append('<td class="num muted">-</td>')
+                cells.append(None)
                 continue
             pair = entry.success_ci95
             low = pair[0] if isinstance(pair, list | tuple) and len(pair) == 2 else None
@@ -456,32 +353,14 @@ def render_index(
                 f"{entry.episodes if entry.episodes is not None else '?'} episodes, "
                 f"lower bound {_pct(low)}"
             )
-            cells.append(
-                f'<td class="num cell" title="{escape(title)}">'
-                f"{_pct(entry.success_rate)} "
-                f'<span class="ci">&ge;{escape(_pct(low))}</span></td>'
-            )
+            cells.append({"title": title, "success": _pct(entry.success_rate), "low": _pct(low)})
         count = sum(1 for e in entries if e.env_id == env_id and track_label(e) == difficulty)
-        rows.append(
-            f'<tr class="env" data-env="{escape(env_id)}" data-difficulty="{escape(difficulty)}">'
-            f'<th><a class="env-link" href="{escape(links.env(env_id))}">{escape(env_id)}</a> '
-            f'{escape(difficulty)} <span class="ci">{count} entries</span></th>'
-            f"{''.join(cells)}</tr>"
-        )
-    if rows:
-        table = (
-            '<table id="overview"><caption class="muted">success rate of each agent\'s best '
-            "ranked run per track (an env at one level), with the lower bound of its 95% "
-            "interval it ranks by; open an env for every entry, the ones not ranked and "
-            f"why, intervals and plots</caption><thead><tr><th>track</th>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>"
-        )
-    else:
-        table = '<p class="muted">No entries yet: submit one with <code>envgym submit</code>.</p>'
-    body = (
-        "<h1>envgym leaderboard</h1><p>Every number here is recomputed by replaying the "
-        "submitted episodes in the installed envs; ranked runs played seeds the board "
-        "issued; baselines come from envgym's own random and oracle agents. Agent and "
-        "model names are as their submitter claimed.</p>" + table + _submitters(submitters)
+        rows.append({"env_id": env_id, "difficulty": difficulty, "count": count, "cells": cells})
+    return render_page(
+        "index.html",
+        "envgym leaderboard",
+        links=links,
+        agents=agents,
+        tracks=rows,
+        submitters=list(submitters),
     )
-    return render_page("envgym leaderboard", body, links=links)

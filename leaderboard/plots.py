@@ -1,9 +1,10 @@
-"""Interval plots drawn as inline SVG, in Python, for the leaderboard's pages.
+"""Interval plots drawn as inline SVG for the leaderboard's pages.
 
 `interval_plot` draws one point per entry with its 95% interval as a vertical
 bar, axis labels and ticks: plain SVG elements a browser shows, a printer
 prints and a test can count (``circle.point``, ``line.interval``), with no
-plotting library and no script.
+plotting library and no script. This module places them; the markup is the
+template ``templates/plot.svg`` (autoescaped, like every page).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
+from typing import Any
+
+from envgym.templating import render_template
 
 __all__ = ["PlotPoint", "interval_plot", "nice_ticks"]
 
@@ -96,56 +99,46 @@ def interval_plot(
         return _TOP + plot_h * (1 - (clamped - y_min) / (y_max - y_min))
 
     slot = plot_w / max(len(points), 1)
-    parts = [
-        f'<svg id="{escape(plot_id)}" class="plot" role="img" xmlns="http://www.w3.org/2000/svg" '
-        f'viewBox="0 0 {_WIDTH} {_HEIGHT}" width="{_WIDTH}" height="{_HEIGHT}">',
-        f"<title>{escape(title or y_label)}</title>",
-        f'<rect class="frame" x="{_LEFT}" y="{_TOP}" width="{plot_w}" height="{plot_h}"/>',
+    shown_ticks = [
+        {"y": f"{y_of(t):.1f}", "text_y": f"{y_of(t) + 4:.1f}", "label": _fmt(t, percent)}
+        for t in ticks
+        if y_min - 1e-12 <= t <= y_max + 1e-12
     ]
-    for tick in ticks:
-        if not y_min - 1e-12 <= tick <= y_max + 1e-12:
-            continue
-        y = y_of(tick)
-        parts.append(
-            f'<line class="grid" x1="{_LEFT}" x2="{_LEFT + plot_w}" y1="{y:.1f}" y2="{y:.1f}"/>'
-            f'<text class="tick" x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
-            f"{escape(_fmt(tick, percent))}</text>"
-        )
+    shown_points = []
     for i, point in enumerate(points):
         x = _LEFT + slot * (i + 0.5)
         tip = f"{point.label}: {_fmt(point.value, percent) if _finite(point.value) else '-'}"
-        if _finite(point.low) and _finite(point.high):
-            y_lo, y_hi = y_of(point.low), y_of(point.high)  # type: ignore[arg-type]
+        shown: dict[str, Any] = {
+            "entry_id": point.entry_id,
+            "label": _short(point.label),
+            "x": f"{x:.1f}",
+            "x_left": f"{x - 5:.1f}",
+            "x_right": f"{x + 5:.1f}",
+            "y": f"{y_of(point.value):.1f}" if _finite(point.value) else None,
+            "interval": _finite(point.low) and _finite(point.high),
+        }
+        if shown["interval"]:
+            shown["y_lo"], shown["y_hi"] = f"{y_of(point.low):.1f}", f"{y_of(point.high):.1f}"  # type: ignore[arg-type]
             tip += f" [{_fmt(point.low, percent)}, {_fmt(point.high, percent)}]"  # type: ignore[arg-type]
-            parts.append(
-                f'<line class="interval" data-entry-id="{escape(point.entry_id)}" '
-                f'x1="{x:.1f}" x2="{x:.1f}" y1="{y_hi:.1f}" y2="{y_lo:.1f}"/>'
-                f'<line class="cap" x1="{x - 5:.1f}" x2="{x + 5:.1f}" y1="{y_hi:.1f}" '
-                f'y2="{y_hi:.1f}"/>'
-                f'<line class="cap" x1="{x - 5:.1f}" x2="{x + 5:.1f}" y1="{y_lo:.1f}" '
-                f'y2="{y_lo:.1f}"/>'
-            )
-        if _finite(point.value):
-            parts.append(
-                f'<circle class="point" data-entry-id="{escape(point.entry_id)}" '
-                f'cx="{x:.1f}" cy="{y_of(point.value):.1f}" r="4">'
-                f"<title>{escape(tip)}</title></circle>"
-            )
-        label_y = _TOP + plot_h + 12
-        parts.append(
-            f'<text class="xlabel" x="{x:.1f}" y="{label_y}" text-anchor="end" '
-            f'transform="rotate(-40 {x:.1f} {label_y})">{escape(_short(point.label))}</text>'
-        )
-    parts.append(
-        f'<text class="axis-label" x="{_LEFT + plot_w / 2:.0f}" y="{_HEIGHT - 4}" '
-        f'text-anchor="middle">{escape(x_label)}</text>'
-        f'<text class="axis-label" x="14" y="{_TOP + plot_h / 2:.0f}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {_TOP + plot_h / 2:.0f})">{escape(y_label)}</text>'
+        shown["tip"] = tip
+        shown_points.append(shown)
+    return render_template(
+        "envgym.leaderboard",
+        "plot.svg",
+        plot_id=plot_id,
+        title=title or y_label,
+        width=_WIDTH,
+        height=_HEIGHT,
+        left=_LEFT,
+        top=_TOP,
+        right=_LEFT + plot_w,
+        plot_w=plot_w,
+        plot_h=plot_h,
+        ticks=shown_ticks,
+        points=shown_points,
+        label_y=_TOP + plot_h + 12,
+        centre_x=f"{_LEFT + plot_w / 2:.0f}",
+        centre_y=f"{_TOP + plot_h / 2:.0f}",
+        x_label=x_label,
+        y_label=y_label,
     )
-    if not points:
-        parts.append(
-            f'<text class="empty" x="{_LEFT + plot_w / 2:.0f}" y="{_TOP + plot_h / 2:.0f}" '
-            'text-anchor="middle">no entries yet</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)

@@ -21,8 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from html import escape
 from typing import Any
+
+from markupsafe import escape
 
 from envgym.evaluation import env_kwargs_problem, make_text_env, replay_in_env
 from envgym.leaderboard.page import SiteLinks, env_slug, render_page
@@ -31,7 +32,7 @@ __all__ = ["ReplayedObservations", "cut_text", "render_trajectory", "replay_obse
 
 #: Observations and replies longer than this are cut on the page (a shop page can be long).
 _MAX_OBSERVATION_CHARS = 20_000
-#: Past this many characters of turns, a page shows no more turns.
+#: Past this many characters of (escaped) observations and replies, a page shows no more turns.
 MAX_PAGE_CHARS = 1_000_000
 
 
@@ -111,26 +112,9 @@ def _reward(value: Any) -> str:
     return f"{number:g}" if math.isfinite(number) else str(number)
 
 
-def _turn(number: int, observation: str | None, reply: str, reward: Any,
-          replayed: float | None) -> str:  # fmt: skip
-    seen = (
-        f'<pre class="observation">{escape(cut_text(observation))}</pre>'
-        if observation is not None
-        else '<p class="muted observation-missing">(observation not replayed)</p>'
-    )
-    differs = ""
-    if replayed is not None and _reward(replayed) != _reward(reward):
-        differs = f' <span class="note">replay gives {escape(_reward(replayed))}</span>'
-    return (
-        f'<section class="turn" id="turn-{number}"><h3>Turn {number}</h3>'
-        f"<div><strong>observation</strong>{seen}</div>"
-        f'<div><strong>reply</strong><pre class="reply">{escape(cut_text(reply))}</pre></div>'
-        f'<div>reward <span class="reward">{escape(_reward(reward))}</span>{differs}</div>'
-        "</section>"
-    )
-
-
-def _meta_list(meta: Mapping[str, Any], episode: Mapping[str, Any], index: int) -> str:
+def _meta_rows(
+    meta: Mapping[str, Any], episode: Mapping[str, Any], index: int
+) -> list[tuple[str, str]]:
     # A results file's header has {"name", "model"}; a server entry has both as strings.
     agent = meta.get("agent")
     if isinstance(agent, Mapping):
@@ -159,22 +143,21 @@ def _meta_list(meta: Mapping[str, Any], episode: Mapping[str, Any], index: int) 
                 f"{usage.get('completion_tokens', '?')} completion",
             )  # fmt: skip
         )
-    return '<dl class="meta">' + "".join(
-        f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in rows if v is not None
-    ) + "</dl>"  # fmt: skip
+    return [(key, str(value)) for key, value in rows if value is not None]
 
 
-def _pager(entry_id: str | None, index: int, count: int | None, links: SiteLinks) -> str:
+def _pager(
+    entry_id: str | None, index: int, count: int | None, links: SiteLinks
+) -> list[tuple[str, str, str]]:
+    """The (rel, href, label) links to the previous and next episode."""
     if entry_id is None:
-        return ""
-    parts = []
+        return []
+    pager = []
     if index > 0:
-        parts.append(f'<a rel="prev" href="{escape(links.trajectory(entry_id, index - 1))}">'
-                     "previous episode</a>")  # fmt: skip
+        pager.append(("prev", links.trajectory(entry_id, index - 1), "previous episode"))
     if count is None or index + 1 < count:
-        parts.append(f'<a rel="next" href="{escape(links.trajectory(entry_id, index + 1))}">'
-                     "next episode</a>")  # fmt: skip
-    return f'<p class="pager">{" | ".join(parts)}</p>' if parts else ""
+        pager.append(("next", links.trajectory(entry_id, index + 1), "next episode"))
+    return pager
 
 
 def render_trajectory(
@@ -205,41 +188,44 @@ def render_trajectory(
         seen = replay_observations(meta, episode) if replay else ReplayedObservations(note=None)
     else:
         replay = True
-    turns: list[str] = []
+    turns: list[dict[str, Any]] = []
+    hidden = 0
     size = 0
     for i, reply in enumerate(actions):
         if size > MAX_PAGE_CHARS:
-            turns.append(
-                f'<p class="note">{len(actions) - i} more turns are not shown: the page holds '
-                f"at most {MAX_PAGE_CHARS} characters.</p>"
-            )
+            hidden = len(actions) - i
             break
         observation = seen.observations[i] if i < len(seen.observations) else None
-        replayed = seen.rewards[i] if i < len(seen.rewards) else None
-        turns.append(_turn(i + 1, observation, reply, rewards[i] if i < len(rewards) else None,
-                           replayed))  # fmt: skip
-        size += len(turns[-1])
-    final = ""
+        reward = _reward(rewards[i] if i < len(rewards) else None)
+        replayed = _reward(seen.rewards[i]) if i < len(seen.rewards) else None
+        turn = {
+            "number": i + 1,
+            "observation": None if observation is None else cut_text(observation),
+            "reply": cut_text(reply),
+            "reward": reward,
+            "replayed": replayed if replayed not in (None, reward) else None,
+        }
+        turns.append(turn)
+        # Counted as the page holds them: escaped, "<" as "&lt;".
+        size += len(escape(turn["observation"] or "")) + len(escape(turn["reply"]))
     last = seen.observations[-1] if seen.observations else None
+    final = None
     if replay and len(seen.observations) == len(actions) + 1 and last is not None:
-        final = (
-            '<section class="turn final" id="turn-final"><h3>After the last reply</h3>'
-            f'<pre class="observation">{escape(cut_text(last))}</pre></section>'
-        )
-    note = f'<p class="note">{escape(seen.note)}</p>' if seen.note else ""
-    if not replay:
-        note = '<p class="note">Observations are not shown: this page did not replay.</p>'
-    prompt = ""
-    if seen.system_prompt:
-        prompt = (
-            "<details><summary>system prompt</summary>"
-            f'<pre class="system-prompt">{escape(seen.system_prompt)}</pre></details>'
-        )
-    back = f'<a href="{escape(links.env(env_id))}">all entries on {escape(env_id)}</a>'
-    body = (
-        f"<h1>{escape(env_id)}: episode {index}</h1><p>{back}</p>"
-        f"{_meta_list(meta, episode, index)}{_pager(entry_id, index, episode_count, links)}"
-        f'{note}{prompt}<div id="turns" data-env="{escape(env_slug(env_id))}">'
-        f"{''.join(turns) or '<p class=muted>no turns recorded</p>'}{final}</div>"
+        final = cut_text(last)
+    return render_page(
+        "trajectory.html",
+        f"{env_id} episode {index} - envgym leaderboard",
+        links=links,
+        env_id=env_id,
+        slug=env_slug(env_id),
+        index=index,
+        meta=_meta_rows(meta, episode, index),
+        pager=_pager(entry_id, index, episode_count, links),
+        replay=replay,
+        note=seen.note,
+        system_prompt=seen.system_prompt,
+        turns=turns,
+        hidden=hidden,
+        max_chars=MAX_PAGE_CHARS,
+        final=final,
     )
-    return render_page(f"{env_id} episode {index} - envgym leaderboard", body, links=links)

@@ -126,7 +126,7 @@ def test_hostile_names_show_as_text_on_every_page() -> None:
         _entry(HOSTILE, 0.4, 1.0, HOSTILE, agent=HOSTILE, model=HOSTILE, difficulty=HOSTILE),
         _entry("x", 0.6, 2.0, "2026-01-01", env_id=f"envgym/{HOSTILE}", submitter=HOSTILE),
     ]
-    index = render_index(hostile)
+    index = render_index(hostile, submitters=[(HOSTILE, 2, 1)])
     env_page = render_env("envgym/Sokoban-v0", hostile)
     meta = {
         "env_id": "envgym/Sokoban-v0",
@@ -146,6 +146,8 @@ def test_hostile_names_show_as_text_on_every_page() -> None:
         _assert_inert(page)
         assert HOSTILE in "".join(_parse(page).text)  # shown, as text
     assert "".join(_parse(env_page).text).count(HOSTILE) >= 3  # agent, model, difficulty
+    submitters = index[index.index('<table id="submitters"') :]
+    assert HOSTILE in "".join(_parse(submitters).text)  # a submitter's name, as text
     # The hostile id reaches the trajectory link only URL-quoted.
     links = _elements(env_page, "a", "trajectory")
     assert any("%3Cscript%3E" in (a.get("href") or "") for a in links)

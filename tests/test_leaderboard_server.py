@@ -146,6 +146,26 @@ def test_tokens_missing_unknown_and_revoked(server: Any, db: Database, results: 
     assert revoked.status_code == 403 and "revoked" in revoked.json()["detail"]
 
 
+def test_the_api_says_which_routes_need_a_token_and_what_they_answer(server: Any) -> None:
+    """The OpenAPI description (``/docs`` reads it) marks the upload and ticket
+    routes as bearer-token ones and names each JSON answer's model; a token
+    in another scheme, or an empty one, is no token."""
+    spec = httpx.get(f"{server.url}/openapi.json", timeout=30).json()
+    assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+    for path in ("/api/submissions", "/api/tickets"):
+        route = spec["paths"][path]["post"]
+        assert route["security"] == [{"HTTPBearer": []}], path
+        assert {"401", "403", "429"} <= set(route["responses"]), path
+    results = spec["paths"]["/api/results"]["get"]["responses"]["200"]["content"]
+    assert results["application/json"]["schema"]["items"]["$ref"].endswith("/Entry")
+    for header in ("Basic dXNlcjpwYXNz", "Token abc", "Bearer"):
+        refused = httpx.post(
+            f"{server.url}/api/submissions", content=b"{}", headers={"Authorization": header}
+        )
+        assert refused.status_code == 401 and "no token" in refused.json()["detail"], header
+        assert refused.headers["www-authenticate"] == "Bearer"
+
+
 def test_a_100_mb_body_is_refused_before_it_is_sent(server: Any, db: Database) -> None:
     _, token = new_token(db)
     host, port = server.url.removeprefix("http://").split(":")

@@ -38,6 +38,11 @@ from envgym.leaderboard.baselines import load_baseline_entries, load_baseline_re
 from envgym.leaderboard.export import export_site
 pages = export_site(load_baseline_entries()[:2], tempfile.mkdtemp(), load_baseline_results(),
                     replay=False)
+# The shop site's templates ship too.
+from envgym.templating import render_template
+shop_page = render_template("envgym.envs.shop", "start.html", title="start",
+                            difficulties=("easy",), default="easy")
+assert 'id="start"' in shop_page
 print(json.dumps({"envgym": envgym.__file__, "top_level": top_level, "played": played,
                   "pages": len(pages),
                   "schema": envgym.evaluation.load_schema()["title"],

@@ -20,6 +20,9 @@ Routes (HTML unless said):
                                 "truncated", "turn", "actions"} (JSON)
     GET  /health                {"status": "ok"} (JSON)
 
+The site's own pages (the start page, errors) are the Jinja2 templates in
+``templates/`` (`envgym.templating`, autoescaped).
+
 Session ids are unguessable (``secrets.token_urlsafe``); a form body over
 `MAX_BODY_BYTES` is refused (413), at most `max_sessions` live at once (the
 least recently used go first), one request at a time steps a session, and
@@ -32,7 +35,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from html import escape
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -40,6 +42,7 @@ from urllib.parse import parse_qsl
 from envgym.envs.shop.html import render_html
 from envgym.extras import require
 from envgym.serving import AppServer, BackgroundServer, app_server
+from envgym.templating import render_template
 
 __all__ = [
     "DEFAULT_PORT",
@@ -176,26 +179,9 @@ def env_action(fields: dict[str, str]) -> str:
     raise _Refused(400, "send action=click[BUTTON], or action=search with query=YOUR QUERY")
 
 
-def _page(title: str, body: str) -> str:
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>envgym shop: {escape(title)}</title></head>\n<body>{body}</body></html>\n"
-    )
-
-
 def _start_page(difficulties: tuple[str, ...], default: str) -> str:
-    options = "".join(
-        f'<option value="{d}"{" selected" if d == default else ""}>{d}</option>'
-        for d in difficulties
-    )
-    return _page(
-        "start",
-        "<h1>envgym shop</h1><p>Find and buy what the instruction asks for.</p>"
-        '<form method="get" action="/start">'
-        '<label>Seed <input type="number" id="seed" name="seed" min="0" '
-        'placeholder="random"></label> '
-        f'<label>Difficulty <select id="difficulty" name="difficulty">{options}</select></label> '
-        '<button type="submit" id="start">Start shopping</button></form>',
+    return render_template(
+        "envgym.envs.shop", "start.html", title="start", difficulties=difficulties, default=default
     )
 
 
@@ -234,9 +220,10 @@ def create_app(
     async def refused(request: Request, exc: _Refused) -> Response:
         if request.url.path.endswith(".json"):
             return JSONResponse({"error": exc.message}, status_code=exc.status)
-        body = f'<h1>{exc.status}</h1><p id="error">{escape(exc.message)}</p>'
-        body += '<p><a href="/">Start a new session</a></p>'
-        return HTMLResponse(_page("error", body), status_code=exc.status)
+        page = render_template(
+            "envgym.envs.shop", "error.html", title="error", status=exc.status, message=exc.message
+        )
+        return HTMLResponse(page, status_code=exc.status)
 
     def session_or_404(sid: str) -> Session:
         session = sessions.get(sid)
