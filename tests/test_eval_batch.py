@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import envgym.evaluation.batch as batch
+import envgym.evaluation.play as play_module
 from envgym.cli import main
 from envgym.envs.guess_number.oracle import GuessNumberOracle
 from envgym.evaluation import EvaluationError, evaluate, load_results, validate_results
@@ -136,7 +136,7 @@ class ScriptedBatchAgent:
 
 def test_a_batch_agent_answers_many_slots_at_once_and_its_tokens_are_recorded(monkeypatch):
     agent = ScriptedBatchAgent()
-    monkeypatch.setattr(batch, "make_agent", lambda *a, **k: agent)
+    monkeypatch.setattr(play_module, "make_agent", lambda *a, **k: agent)
     jobs = [(GUESS, {"difficulty": "medium"}), (GUESS, {"difficulty": "hard"})]
     got = evaluate_many(jobs, "openai:http://127.0.0.1:9/v1#scripted", 6, seed=0, num_envs=4)
     assert max(agent.batch_sizes) == 4
