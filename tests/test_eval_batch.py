@@ -172,7 +172,7 @@ def test_eval_on_many_ids_writes_one_file_per_pair_and_prints_the_table(tmp_path
     captured = capsys.readouterr()
     files = sorted(p.name for p in out_dir.iterdir())
     assert files == sorted(
-        f"envgym_{name}_{level}_oracle.json"
+        f"{name}_{level}_oracle.json"
         for name in ("GuessNumber-v0", "FrozenLake-v0")
         for level in ("easy", "medium", "hard")
     )
