@@ -273,7 +273,10 @@ class TextVectorEnv(VectorEnv):
             self.active = np.ones(self.num_envs, dtype=np.bool_)
         self.episode_counts[:] = 0
         self.episode_seeds = self._first_seeds.copy()
-        self._next_seeds = np.array([self._seed_of(i, 1) for i in range(self.num_envs)])
+        if self._queue is None:
+            self._next_seeds = np.array([self._seed_of(i, 1) for i in range(self.num_envs)])
+        else:  # the queue says what comes next; an idle env's seed is -1
+            self._next_seeds = np.zeros(self.num_envs, dtype=np.int64)
         requests: list[list[Any]] = [[] for _ in self._workers.chunks]
         for i, (w, _) in enumerate(self._where):
             if not self.active[i]:
@@ -363,7 +366,8 @@ class TextVectorEnv(VectorEnv):
                     self.active[i] = False
                 else:
                     self.episode_seeds[i] = offers[i]
-                self._next_seeds[i] = self._seed_of(i, int(self.episode_counts[i]) + 1)
+                if self._queue is None:
+                    self._next_seeds[i] = self._seed_of(i, int(self.episode_counts[i]) + 1)
             infos = self._add_info(infos, info, i)
             self._infos[i] = info
             self._last_obs[i] = obs
