@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import pytest
 
 import envgym.evaluation.play as play_module
@@ -14,6 +15,8 @@ from envgym.cli import main
 from envgym.envs.guess_number.oracle import GuessNumberOracle
 from envgym.evaluation import EvaluationError, evaluate, load_results, validate_results
 from envgym.evaluation.batch import evaluate_many
+from envgym.evaluation.play import play
+from envgym.vector import TextVectorEnv
 
 GUESS = "envgym/GuessNumber-v0"
 LAKE = "envgym/FrozenLake-v0"
@@ -214,3 +217,32 @@ def test_eval_refuses_bad_input_before_any_episode(argv, message, tmp_path, caps
     assert "episodes" not in captured.err.replace("--episodes", "")
     assert captured.out == ""
     assert not Path("x.json").exists()
+
+
+# ---------------------------------------------------------------------- play
+def test_play_plays_each_seed_once_in_the_order_given_on_any_vector_env():
+    with TextVectorEnv([(GUESS, {"difficulty": "hard"})], 3, workers="subprocess") as vec:
+        [records] = play(vec, "oracle", [5, 9, 6, 5])
+    assert [r["seed"] for r in records] == [5, 9, 6, 5]
+    assert records[0] == records[3]  # the same seed is the same episode, wherever it ran
+    want = evaluate(GUESS, "oracle", 2, 5, env_kwargs={"difficulty": "hard"})["episodes"]
+    assert [records[0], records[2]] == want
+
+
+class _BreaksOnStep(gym.Env):
+    """An env whose every step raises, as a broken env would."""
+
+    observation_space = action_space = gym.spaces.Text(10)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return "start", {}
+
+    def step(self, action):
+        raise OSError("the disk is gone")
+
+
+def test_an_env_that_fails_mid_episode_names_itself_and_the_seed():
+    with TextVectorEnv(env_fns=[_BreaksOnStep]) as vec:
+        with pytest.raises(RuntimeError, match="env 0 failed in the episode with seed 3: .*disk"):
+            play(vec, "random", [3])

@@ -210,7 +210,7 @@ def play(
             episode = running[i]
             if errors is not None and errors[i]:
                 raise RuntimeError(
-                    f"{vector_env.env_ids[i]} failed in the episode with seed "
+                    f"{vector_env.env_ids[i] or f'env {i}'} failed in the episode with seed "
                     f"{episode.seed}: {infos['error'][i]}"
                 )
             episode.actions.append(actions[i])

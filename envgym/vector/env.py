@@ -252,7 +252,7 @@ class TextVectorEnv(VectorEnv):
 
         `seed`: an int (group ``g`` starts on ``seed + g``), one seed per env,
         or None (fresh seeds from the vector env's generator). `queue` instead
-        turns on task-queue mode (`envgym.vector.queue`): each env starts on the
+        turns on task-queue mode (`envgym.vector.seeds.SeedQueue`): each env starts on the
         next seed of its source's queue and, when an episode ends, takes the
         next one left; an env with none left goes idle (``active[i]`` False,
         observation ``""``, its action ignored).

@@ -43,7 +43,7 @@ def first_seeds(
     num_groups = int(group_index[-1]) + 1
     if seed is None:
         return rng.integers(0, 2**31, size=num_groups)[group_index]
-    if isinstance(seed, Sequence) and not isinstance(seed, str | bytes):
+    if isinstance(seed, Sequence | np.ndarray) and not isinstance(seed, str | bytes):
         seeds = list(seed)
         if len(seeds) != num_envs or not all(is_seed(s) for s in seeds):
             raise TypeError(
@@ -72,7 +72,7 @@ class SeedQueue:
     ) -> SeedQueue:
         """A queue from ``reset(queue=...)``: one list of seeds, shared by every
         env when there is one source, or one list per source."""
-        if isinstance(queue, str | bytes) or not isinstance(queue, Sequence):
+        if isinstance(queue, str | bytes) or not isinstance(queue, Sequence | np.ndarray):
             raise TypeError(
                 f"queue must be a list of seeds (or one list per env source), got {queue!r}"
             )
@@ -86,7 +86,7 @@ class SeedQueue:
                 )
             queues = [items]
         else:
-            queues = [list(q) if isinstance(q, Sequence) else q for q in items]
+            queues = [list(q) if isinstance(q, Sequence | np.ndarray) else q for q in items]
             if len(queues) != count or not all(
                 isinstance(q, list) and all(is_seed(s) for s in q) for q in queues
             ):
