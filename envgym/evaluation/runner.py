@@ -45,7 +45,8 @@ def evaluate(
     any episode runs and written at the end.
 
     Raises KeyError for an unknown env id and `EvaluationError` for any other
-    bad input, always before the first episode.
+    bad input, always before the first episode; an env that fails during an
+    episode raises RuntimeError naming the env and the seed.
     """
     check_inputs(env_id, agent_name, episodes, seed, env_kwargs)
     out_path = prepare_output_path(out) if out is not None else None
