@@ -8,6 +8,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${BASELINES_DIR:-build/baselines}"
+for arg in "$@"; do
+    if [[ "$arg" == --out-dir* ]]; then
+        echo "baselines.sh: set BASELINES_DIR=DIR instead of --out-dir, so the pages read the same files" >&2
+        exit 2
+    fi
+done
 bash scripts/setup.sh
 .venv/bin/envgym baselines --out-dir "$out" "$@"
 .venv/bin/envgym leaderboard export --baselines "$out" --out build/leaderboard
