@@ -1,14 +1,15 @@
 """The committed baselines: the random and oracle agents on every env and difficulty.
 
-`make_baselines` runs `envgym.evaluation.evaluate` for each (env, difficulty,
-agent) and writes one results file per run into ``leaderboard/baselines/``
-(``Sokoban-v0_easy_oracle.json``), showing progress with rich. Envs whose data
-is not on this machine (WebShop-v0) are left out with a note.
-`load_baseline_entries` turns those files into leaderboard entries, marked
-``"status": "baseline"``: they are made by this script, not verified by the
-server (the tests replay them).
+`make_baselines` writes one results file per run into ``leaderboard/baselines/``
+(``Sokoban-v0_easy_oracle.json``) through `envgym.evaluation.baselines.run_baselines`,
+the loop ``envgym baselines`` runs too, showing progress with rich. Envs whose
+data is not on this machine (WebShop-v0) are left out with a note.
+`load_baseline_entries` turns a folder of those files into leaderboard entries,
+marked ``"status": "baseline"``: they are made by this script, not verified by
+the server (the tests replay them).
 
-Run it with ``python -m envgym.leaderboard.baselines [--episodes N] [--seed S]``.
+Run it with ``python -m envgym.leaderboard.baselines [--episodes N] [--seed S]``
+(or ``envgym baselines --out-dir leaderboard/baselines``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import argparse
 import functools
 import json
 import sys
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -32,10 +32,10 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from envgym.evaluation import evaluate, write_results
+from envgym.evaluation.baselines import BASELINE_AGENTS, baseline_jobs, run_baselines
+from envgym.evaluation.results_file import results_file_name
 from envgym.leaderboard.models import Entry
 from envgym.leaderboard.page import settings_text
-from envgym.registry import list_envs, missing_data
 
 __all__ = [
     "BASELINES_DIR",
@@ -50,31 +50,12 @@ __all__ = [
 
 #: Where the committed files live: ``leaderboard/baselines/`` beside this module.
 BASELINES_DIR = Path(__file__).resolve().parent / "baselines"
-BASELINE_AGENTS: tuple[str, ...] = ("random", "oracle")
 
 
 def baseline_file_name(env_id: str, difficulty: str, agent: str) -> str:
-    """``envgym/Sokoban-v0``, easy, oracle -> ``Sokoban-v0_easy_oracle.json``."""
-    return f"{env_id.rsplit('/', 1)[-1]}_{difficulty}_{agent}.json"
-
-
-def _jobs(envs: Iterable[str] | None, agents: Iterable[str]) -> tuple[list[tuple], list[str]]:
-    wanted = set(envs) if envs else None
-    jobs: list[tuple[str, str, str]] = []
-    notes: list[str] = []
-    for spec in list_envs():
-        if wanted is not None and spec.id not in wanted:
-            continue
-        why = missing_data(spec)
-        if why is not None:
-            notes.append(f"skipped {spec.id}: {why}")
-            continue
-        for difficulty in spec.difficulties:
-            for agent in agents:
-                if agent == "oracle" and spec.oracle is None:
-                    continue
-                jobs.append((spec.id, difficulty, agent))
-    return jobs, notes
+    """``envgym/Sokoban-v0``, easy, oracle -> ``Sokoban-v0_easy_oracle.json``
+    (`envgym.evaluation.results_file.results_file_name`)."""
+    return results_file_name(env_id, difficulty, agent)
 
 
 def make_baselines(
@@ -96,12 +77,9 @@ def make_baselines(
     console = console if console is not None else Console(stderr=True)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    agents = tuple(agents)
-    jobs, notes = _jobs(envs, agents)
-    for note in notes:
-        console.print(note, markup=False)
-    written: list[Path] = []
-    timings: list[tuple[str, float]] = []
+    jobs, skipped = baseline_jobs(envs, agents)
+    for env_id, why in skipped:
+        console.print(f"skipped {env_id}: {why}", markup=False)
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -111,37 +89,21 @@ def make_baselines(
     )
     with Progress(*columns, console=console) as progress:
         task = progress.add_task("baselines", total=len(jobs) * episodes)
-        for j, (env_id, difficulty, agent) in enumerate(jobs):
-            progress.update(task, description=f"{env_id} {difficulty} {agent}")
-            base = j * episodes
-
-            def report(done: int, _total: int, base: int = base) -> None:
-                progress.update(task, completed=base + done)
-
-            started = time.perf_counter()
-            try:
-                results = evaluate(
-                    env_id,
-                    agent_name=agent,
-                    episodes=episodes,
-                    seed=seed,
-                    env_kwargs={"difficulty": difficulty},
-                    progress=report,
-                )
-            except Exception as exc:  # one broken env must not lose every other file
-                console.print(
-                    f"{env_id} {difficulty} {agent} failed: {type(exc).__name__}: {exc}; run "
-                    f"`envgym eval {env_id} --agent {agent} --difficulty {difficulty}` to see why",
-                    markup=False,
-                )
-                continue
-            timings.append((f"{env_id} {difficulty} {agent}", time.perf_counter() - started))
-            path = out / baseline_file_name(env_id, difficulty, agent)
-            write_results(results, path)
-            written.append(path)
-    slowest = sorted(timings, key=lambda t: -t[1])[:3]
+        runs = run_baselines(
+            jobs,
+            episodes,
+            seed,
+            out,
+            progress=lambda done, _total: progress.update(task, completed=done),
+            describe=lambda text: progress.update(task, description=text),
+        )
+    for run in runs:
+        if run.error is not None:
+            console.print(run.error, markup=False)
+    written = [run.path for run in runs if run.path is not None]
+    slowest = sorted((r for r in runs if r.path is not None), key=lambda r: -r.seconds)[:3]
     if slowest:
-        shown = ", ".join(f"{name} {secs:.1f} s" for name, secs in slowest)
+        shown = ", ".join(f"{r.env_id} {r.difficulty} {r.agent} {r.seconds:.1f} s" for r in slowest)
         console.print(f"wrote {len(written)} files to {out}; slowest: {shown}", markup=False)
     return written
 

@@ -146,24 +146,35 @@ def export_command(
     out: str | Path,
     *,
     db_url: str | None = None,
-    baselines: bool = False,
+    baselines: bool | str | Path = False,
     all_episodes: bool = False,
     console: Console | None = None,
 ) -> list[Path]:
     """``envgym leaderboard export``: the accepted submissions in `db_url`, the
-    committed baselines with `baselines`, or both, written under `out`.
+    baselines (`baselines` True: the committed ones; a folder: the files
+    ``envgym baselines --out-dir`` wrote there), or both, written under `out`.
 
     Raises ValueError, saying what to pass, when neither source is given.
     """
     if db_url is None and not baselines:
         raise ValueError("nothing to export: pass --db URL (the server's database) or --baselines")
-    from envgym.leaderboard.baselines import load_baseline_entries, load_baseline_results
+    from envgym.leaderboard.baselines import (
+        BASELINES_DIR,
+        load_baseline_entries,
+        load_baseline_results,
+    )
 
     entries: list[dict[str, Any]] = []
     results: dict[str, dict[str, Any]] = {}
     if baselines:
-        entries += load_baseline_entries()
-        results.update(load_baseline_results())
+        folder = BASELINES_DIR if baselines is True else Path(baselines)
+        if not folder.is_dir():
+            raise ValueError(
+                f"--baselines {folder}: no such folder; write it with envgym "
+                f"baselines --out-dir {folder}"
+            )
+        entries += load_baseline_entries(folder)
+        results.update(load_baseline_results(folder))
     if db_url is not None:
         db_entries, db_results = _database_entries(db_url)
         entries += db_entries

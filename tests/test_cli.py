@@ -235,9 +235,31 @@ def test_baselines_covers_every_difficulty_and_agent(guess_env, tmp_path, capsys
     }
     files = sorted(tmp_path.glob("*.json"))
     assert len(files) == 6
-    oracle_hard = load_results(tmp_path / "envgym-test_Guess-v0_hard_oracle.json")
+    oracle_hard = load_results(tmp_path / "Guess-v0_hard_oracle.json")
     assert oracle_hard["summary"]["success_rate"] == 1.0
     assert oracle_hard["env_kwargs"] == {"difficulty": "hard"}
+
+
+def test_baselines_table_and_exported_pages_come_from_the_same_files(tmp_path, capsys):
+    files, site = tmp_path / "files", tmp_path / "site"
+    argv = ["baselines", "--env", "GuessNumber-v0", "--agent", "oracle", "--episodes", "2"]
+    assert main([*argv, "--out-dir", str(files)]) == 0
+    table = capsys.readouterr().out
+    assert main(["leaderboard", "export", "--baselines", str(files), "--out", str(site)]) == 0
+    page = (site / "env" / "GuessNumber-v0.html").read_text(encoding="utf-8")
+    stems = sorted(p.stem for p in files.glob("*.json"))
+    assert stems == [f"GuessNumber-v0_{d}_oracle" for d in ("easy", "hard", "medium")]
+    for stem in stems:
+        results = load_results(files / f"{stem}.json")
+        assert stem in page
+        row = next(line for line in table.splitlines() if f" {results['difficulty']} " in line)
+        assert f"{results['summary']['success_rate']:.0%}" in row
+
+
+def test_export_of_a_baselines_folder_that_is_not_there_says_how_to_make_it(tmp_path, capsys):
+    argv = ["leaderboard", "export", "--baselines", str(tmp_path / "none"), "--out", str(tmp_path)]
+    assert main(argv) == 2
+    assert "envgym baselines --out-dir" in capsys.readouterr().err
 
 
 def test_baselines_on_the_real_envs():

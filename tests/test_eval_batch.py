@@ -7,13 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import pytest
 
-import envgym.evaluation.batch as batch
+import envgym.evaluation.play as play_module
 from envgym.cli import main
 from envgym.envs.guess_number.oracle import GuessNumberOracle
 from envgym.evaluation import EvaluationError, evaluate, load_results, validate_results
 from envgym.evaluation.batch import evaluate_many
+from envgym.evaluation.play import play
+from envgym.vector import TextVectorEnv
 
 GUESS = "envgym/GuessNumber-v0"
 LAKE = "envgym/FrozenLake-v0"
@@ -136,7 +139,7 @@ class ScriptedBatchAgent:
 
 def test_a_batch_agent_answers_many_slots_at_once_and_its_tokens_are_recorded(monkeypatch):
     agent = ScriptedBatchAgent()
-    monkeypatch.setattr(batch, "make_agent", lambda *a, **k: agent)
+    monkeypatch.setattr(play_module, "make_agent", lambda *a, **k: agent)
     jobs = [(GUESS, {"difficulty": "medium"}), (GUESS, {"difficulty": "hard"})]
     got = evaluate_many(jobs, "openai:http://127.0.0.1:9/v1#scripted", 6, seed=0, num_envs=4)
     assert max(agent.batch_sizes) == 4
@@ -172,7 +175,7 @@ def test_eval_on_many_ids_writes_one_file_per_pair_and_prints_the_table(tmp_path
     captured = capsys.readouterr()
     files = sorted(p.name for p in out_dir.iterdir())
     assert files == sorted(
-        f"envgym_{name}_{level}_oracle.json"
+        f"{name}_{level}_oracle.json"
         for name in ("GuessNumber-v0", "FrozenLake-v0")
         for level in ("easy", "medium", "hard")
     )
@@ -214,3 +217,32 @@ def test_eval_refuses_bad_input_before_any_episode(argv, message, tmp_path, caps
     assert "episodes" not in captured.err.replace("--episodes", "")
     assert captured.out == ""
     assert not Path("x.json").exists()
+
+
+# ---------------------------------------------------------------------- play
+def test_play_plays_each_seed_once_in_the_order_given_on_any_vector_env():
+    with TextVectorEnv([(GUESS, {"difficulty": "hard"})], 3, workers="subprocess") as vec:
+        [records] = play(vec, "oracle", [5, 9, 6, 5])
+    assert [r["seed"] for r in records] == [5, 9, 6, 5]
+    assert records[0] == records[3]  # the same seed is the same episode, wherever it ran
+    want = evaluate(GUESS, "oracle", 2, 5, env_kwargs={"difficulty": "hard"})["episodes"]
+    assert [records[0], records[2]] == want
+
+
+class _BreaksOnStep(gym.Env):
+    """An env whose every step raises, as a broken env would."""
+
+    observation_space = action_space = gym.spaces.Text(10)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return "start", {}
+
+    def step(self, action):
+        raise OSError("the disk is gone")
+
+
+def test_an_env_that_fails_mid_episode_names_itself_and_the_seed():
+    with TextVectorEnv(env_fns=[_BreaksOnStep]) as vec:
+        with pytest.raises(RuntimeError, match="env 0 failed in the episode with seed 3: .*disk"):
+            play(vec, "random", [3])

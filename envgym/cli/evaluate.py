@@ -2,16 +2,17 @@
 show their progress, print a summary table and write results files.
 
 ``eval`` runs every env id and difficulty asked for in one batch
-(`envgym.evaluation.batch.evaluate_many`); ``baselines`` runs one
-`envgym.evaluation.evaluate` per env, difficulty and agent, so one broken env
-costs only its own rows."""
+(`envgym.evaluation.batch.evaluate_many`); ``baselines`` runs
+`envgym.evaluation.baselines.run_baselines` (the loop that makes the committed
+baselines too), one evaluation per env, difficulty and agent, so one broken env
+costs only its own rows. Both name their files by
+`envgym.evaluation.results_file.results_file_name`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
-import re
 import sys
 from typing import Any
 
@@ -27,9 +28,11 @@ from envgym.cli.arguments import (
     seed,
 )
 from envgym.cli.output import EpisodeProgress, print_table
-from envgym.evaluation import evaluate, prepare_output_dir, prepare_output_path, write_results
+from envgym.evaluation import load_results, prepare_output_dir, prepare_output_path, write_results
+from envgym.evaluation.baselines import BASELINE_AGENTS, baseline_jobs, run_baselines
 from envgym.evaluation.batch import BATCH_WORKERS, evaluate_many
-from envgym.registry import get_spec, list_envs, missing_data
+from envgym.evaluation.results_file import results_file_name
+from envgym.registry import get_spec
 
 SUMMARY_HEADERS = [
     "env",
@@ -132,8 +135,13 @@ def add_commands(sub: Any) -> None:
         choices=("random", "oracle"),
         help="only this agent (repeatable; default: both)",
     )
-    p.add_argument("--out-dir", metavar="DIR", help="write one results file per run here")
-    p.set_defaults(handler=run_baselines)
+    p.add_argument(
+        "--out-dir",
+        metavar="DIR",
+        help="write one results file per run here (leaderboard/baselines refreshes the "
+        "committed ones; envgym leaderboard export --baselines DIR publishes them)",
+    )
+    p.set_defaults(handler=run_baselines_command)
 
 
 def _fmt(value: float, digits: int = 3) -> str:
@@ -187,12 +195,6 @@ def _eval_jobs(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
             if (env_id, kwargs) not in jobs:
                 jobs.append((env_id, kwargs))
     return jobs
-
-
-def _file_name(results: dict[str, Any], agent: str) -> str:
-    """``envgym_Sokoban-v0_hard_oracle.json``: one name per env, difficulty and agent."""
-    agent_part = re.sub(r"[^A-Za-z0-9.-]+", "_", agent).strip("_") or "agent"
-    return f"{results['env_id'].replace('/', '_')}_{_difficulty_of(results)}_{agent_part}.json"
 
 
 def _apply_ticket(args: argparse.Namespace) -> str | None:
@@ -261,7 +263,9 @@ def run_eval(args: argparse.Namespace) -> int:
         write_results(all_results[0], out)
         print(f"wrote {out}")
     if out_dir is not None:
-        names = [_file_name(r, args.agent) for r in all_results]
+        names = [
+            results_file_name(r["env_id"], r.get("difficulty"), args.agent) for r in all_results
+        ]
         if len(set(names)) < len(names):  # the same id and difficulty with other --kwarg
             names = [f"{n[:-5]}_{k}.json" for k, n in enumerate(names)]
         for results, name in zip(all_results, names, strict=True):
@@ -270,65 +274,40 @@ def run_eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_baselines(args: argparse.Namespace) -> int:
-    specs = list_envs()
-    if args.env:
-        wanted = [resolve_env_id(e) for e in args.env]
-        specs = [s for s in specs if s.id in wanted]
-    agents = args.agent or ["random", "oracle"]
+def run_baselines_command(args: argparse.Namespace) -> int:
+    wanted = [resolve_env_id(e) for e in args.env] if args.env else None
+    jobs, skipped = baseline_jobs(wanted, args.agent or BASELINE_AGENTS)
     # Envs on downloaded data (WebShop-v0) are left out, with a note, where it is
     # missing; one asked for by name is an error.
-    missing = {spec.id: missing_data(spec) for spec in specs}
-    skipped = [(spec, missing[spec.id]) for spec in specs if missing[spec.id]]
-    if args.env and skipped:
-        raise UserError(f"{skipped[0][0].id} cannot run here: {skipped[0][1]}")
-    specs = [spec for spec in specs if not missing[spec.id]]
-    out_dir = prepare_output_dir(args.out_dir) if args.out_dir else None
-    jobs = [
-        (spec, difficulty, agent)
-        for spec in specs
-        for difficulty in spec.difficulties
-        for agent in agents
-        if agent != "oracle" or spec.oracle
-    ]
+    if wanted and skipped:
+        raise UserError(f"{skipped[0][0]} cannot run here: {skipped[0][1]}")
     if not jobs:
         raise UserError("nothing to run: no env matches with the agents asked for")
-    rows, failures = [], []
+    out_dir = prepare_output_dir(args.out_dir) if args.out_dir else None
     with EpisodeProgress(len(jobs) * args.episodes, "baselines") as progress:
-        for j, (spec, difficulty, agent) in enumerate(jobs):
-            offset = j * args.episodes
-            progress.describe(f"baselines: {spec.id} {difficulty} {agent}")
-
-            def report(done: int, _total: int, offset: int = offset) -> None:
-                progress.update(offset + done)
-
-            try:
-                results = evaluate(
-                    spec.id,
-                    agent_name=agent,
-                    episodes=args.episodes,
-                    seed=args.seed,
-                    env_kwargs={"difficulty": difficulty},
-                    progress=report,
-                )
-            except Exception as exc:  # one broken env must not lose every other row
-                failures.append(
-                    f"{spec.id} {difficulty} {agent} failed: {type(exc).__name__}: {exc} "
-                    f"(run `envgym eval {spec.id} --agent {agent} --difficulty {difficulty}` "
-                    "to see the traceback)"
-                )
-                rows.append([spec.id, difficulty, agent, "0", "error", "-", "-"])
-                progress.update(offset + args.episodes)
-                continue
-            if out_dir is not None:
-                name = f"{spec.id.replace('/', '_')}_{difficulty}_{agent}.json"
-                write_results(results, out_dir / name)
-            rows.append([spec.id, difficulty, agent, str(args.episodes), *summary_cells(results)])
+        runs = run_baselines(
+            jobs,
+            args.episodes,
+            args.seed,
+            out_dir,
+            progress=progress.update,
+            describe=lambda text: progress.describe(f"baselines: {text}"),
+        )
+    rows = []
+    for run in runs:
+        if run.error is not None:
+            rows.append([run.env_id, run.difficulty, run.agent, "0", "error", "-", "-"])
+            continue
+        # The table is read back from the files, so it shows exactly what they hold.
+        results = load_results(run.path) if run.path is not None else run.results
+        cells = summary_cells(results)
+        rows.append([run.env_id, run.difficulty, run.agent, str(args.episodes), *cells])
     print_table(SUMMARY_HEADERS, rows, right=_NUMBER_HEADERS)
+    failures = [run.error for run in runs if run.error is not None]
     if out_dir is not None:
-        print(f"wrote {len(rows) - len(failures)} results files to {out_dir}")
-    for spec, reason in skipped:
-        print(f"skipped {spec.id}: {reason}", file=sys.stderr)
+        print(f"wrote {len(runs) - len(failures)} results files to {out_dir}")
+    for env_id, reason in skipped:
+        print(f"skipped {env_id}: {reason}", file=sys.stderr)
     for failure in failures:
         print(f"envgym: error: {failure}", file=sys.stderr)
     return EXIT_FAILED if failures else EXIT_OK

@@ -113,7 +113,13 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--out", metavar="DIR", required=True, help="folder to write the pages into")
     p.add_argument("--db", metavar="URL", help="a leaderboard database: its accepted submissions")
     p.add_argument(
-        "--baselines", action="store_true", help="the random and oracle baselines envgym ships"
+        "--baselines",
+        metavar="DIR",
+        nargs="?",
+        const=True,
+        default=False,
+        help="baseline results files: the random and oracle baselines envgym ships, or the "
+        "folder DIR that envgym baselines --out-dir DIR wrote",
     )
     p.add_argument(
         "--all-episodes", action="store_true", help="a trajectory page for every episode"

@@ -8,10 +8,15 @@ can replay it in the same env version and check the rewards (`replay_episode`,
 recomputes every figure of a file and replays every episode, trusting nothing.
 The summary carries 95% confidence intervals. The parts:
 
-- `runner`: `evaluate`, `agent_seed`
+- `play`: `play`, the one episode loop (on `envgym.vector.TextVectorEnv`'s
+  task queue), and `episode_record`, the one writer of an episode
+- `runner`: `evaluate`; `batch`: `evaluate_many`, many jobs in one batch
+- `baselines`: `run_baselines`, the loop behind ``envgym baselines`` and the
+  committed baselines
 - `inputs`: the checks made before any episode, `EvaluationError`
 - `summary`: the summary block and its confidence intervals
-- `results_file`: the schema, and validating, writing and loading files
+- `results_file`: the schema, validating, writing and loading files, and
+  `results_file_name`, the one name rule for a folder of them
 - `replay`: `replay_in_env` (the one replay loop), `replay_episode`, `verify_results`
 - `submitted_kwargs`: `env_kwargs_problem`, `scoring_kwargs` (which env_kwargs
   from someone else's file may make an env here)

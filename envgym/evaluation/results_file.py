@@ -17,6 +17,7 @@ import importlib.resources
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,6 +35,7 @@ __all__ = [
     "ResultsFileError",
     "load_results",
     "load_schema",
+    "results_file_name",
     "schema_problem",
     "validate_results",
     "write_results",
@@ -192,6 +194,16 @@ def validate_results(
     problem = schema_problem(results, versions) or _consistency_problem(results)
     if problem is not None:
         raise ResultsFileError(f"{source}: {problem}")
+
+
+def results_file_name(env_id: str, difficulty: str | None, agent: str) -> str:
+    """The one name a run's results file gets in a folder of them (``envgym eval
+    --out-dir``, ``envgym baselines``, the committed baselines):
+    ``envgym/Sokoban-v0``, hard, oracle -> ``Sokoban-v0_hard_oracle.json``. The
+    stem is the run's entry id on the leaderboard's pages; an agent spec such as
+    ``openai:URL#MODEL`` keeps only letters, digits, dots and dashes."""
+    agent_part = re.sub(r"[^A-Za-z0-9.-]+", "_", agent).strip("_") or "agent"
+    return f"{env_id.rsplit('/', 1)[-1]}_{difficulty or 'default'}_{agent_part}.json"
 
 
 def write_results(results: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:

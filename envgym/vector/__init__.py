@@ -20,6 +20,8 @@ Groups (GRPO, GiGPO). Envs ``g*group_size .. (g+1)*group_size - 1`` form group
 
 - ``reset(seed=s)`` starts group ``g`` on seed ``s + g`` (Gymnasium's "seed plus
   index" rule, per group), so ``gym.make(id).reset(seed=s + g)`` replays it.
+- ``reset(seed=[s0, s1, ...])`` (one seed per env, as Gymnasium's vector envs
+  take them) starts env ``i`` on ``s_i``; the caller keeps groups alike.
 - ``reset()`` without a seed draws one fresh seed per group from the vector
   env's own generator (seeded by the last ``reset(seed=s)``).
 - Autoreset keeps groups aligned by episode count, not by time: the ``j``-th
@@ -27,6 +29,14 @@ Groups (GRPO, GiGPO). Envs ``g*group_size .. (g+1)*group_size - 1`` form group
   from the group's first seed and ``j``), whenever each member gets there.
   ``episode_seeds`` and ``episode_counts`` say which task each env is on now.
   ``reset()`` starts every group over in step.
+
+Task queue (evaluation). ``reset(queue=[seeds...])`` plays each seed once: every
+env starts on the next seed left and, when its episode ends, autoresets to the
+next one; with none left it goes idle (``active[i]`` False, observation
+``""``, its action ignored). A multi-task batch takes one list per entry of
+``envs`` (``source_index`` says which entry each env runs). `env_info(i)` and
+`final_info(i)` give one env's info dicts exactly as the env returned them, and
+`env_attr(i, name)` reads an attribute of its unwrapped env where it lives.
 
 Same-step autoreset (``metadata["autoreset_mode"] == AutoresetMode.SAME_STEP``):
 the step that ends an episode already returns the next episode's first
@@ -62,6 +72,7 @@ Inside the package, one job per module:
 
 - `envgym.vector.env`: `TextVectorEnv` and `make_vec`, the caller's side.
 - `envgym.vector.sources`: env ids or ``env_fns`` to one factory per env.
+- `envgym.vector.seeds`: the seed rules and `SeedQueue`, the task queue.
 - `envgym.vector.chunk`: `EnvChunk`, the envs a worker holds and the messages
   that drive them.
 - `envgym.vector.spares`: spare envs reset ahead (``prefetch=True``).
@@ -73,6 +84,15 @@ Inside the package, one job per module:
 
 from envgym.vector.chunk import EnvChunk
 from envgym.vector.env import WORKER_KINDS, TextVectorEnv, make_vec
+from envgym.vector.seeds import SeedQueue
 from envgym.vector.workers import LostWorker, Workers
 
-__all__ = ["WORKER_KINDS", "EnvChunk", "LostWorker", "TextVectorEnv", "Workers", "make_vec"]
+__all__ = [
+    "WORKER_KINDS",
+    "EnvChunk",
+    "LostWorker",
+    "SeedQueue",
+    "TextVectorEnv",
+    "Workers",
+    "make_vec",
+]

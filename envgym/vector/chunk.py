@@ -57,10 +57,12 @@ class EnvChunk:
     """Some envs and the protocol to drive them, the same in every kind of worker.
 
     Messages are tuples: ``("describe",)``, ``("reset", [(seed, options,
-    next_seed), ...])``, ``("step", [(action, next_seed) | None, ...])``,
-    ``("render",)``, ``("pid",)``, ``("close",)``; the answer is ``("ok",
-    value)`` or ``("raise", RaisedInWorker)``. ``next_seed`` is the seed for the
-    autoreset should the step end the episode.
+    next_seed) | None, ...])``, ``("step", [(action, next_seed) | None, ...])``,
+    ``("attr", k, name)``, ``("render",)``, ``("pid",)``, ``("close",)``; the
+    answer is ``("ok", value)`` or ``("raise", RaisedInWorker)``. ``next_seed``
+    is the seed for the autoreset should the step end the episode; None there
+    means no autoreset (the env goes idle, its observation ``""``). A None
+    request leaves that env alone (it is idle) and answers None.
 
     With ``prefetch=True`` the chunk keeps a spare env per env (`Spares`); a
     worker calls `prefetch_one` while it waits for a message, and a step that
@@ -79,12 +81,18 @@ class EnvChunk:
             if kind == "describe":
                 return "ok", [self._describe_env(env) for env in self.envs]
             if kind == "reset":
-                return "ok", [self._reset_one(k, *request) for k, request in enumerate(message[1])]
+                return "ok", [
+                    None if request is None else self._reset_one(k, *request)
+                    for k, request in enumerate(message[1])
+                ]
             if kind == "step":
                 return "ok", [
                     None if request is None else self._step_one(k, *request)
                     for k, request in enumerate(message[1])
                 ]
+            if kind == "attr":
+                _, k, name = message
+                return "ok", getattr(self.envs[k].unwrapped, name)
             if kind == "render":
                 return "ok", [env.render() for env in self.envs]
             if kind == "pid":
@@ -116,9 +124,9 @@ class EnvChunk:
             spares.next_seeds[k] = next_seed
         return self.envs[k].reset(seed=seed, options=options)
 
-    def _step_one(self, k: int, action: Any, next_seed: int) -> tuple[Any, ...]:
-        """One env's step with same-step autoreset; the last item is None or
-        ``(final_obs, final_info, error)``."""
+    def _step_one(self, k: int, action: Any, next_seed: int | None) -> tuple[Any, ...]:
+        """One env's step with same-step autoreset (none when `next_seed` is
+        None); the last item is None or ``(final_obs, final_info, error)``."""
         spares = self.spares
         if spares is not None:
             spares.next_seeds[k] = next_seed
@@ -131,6 +139,8 @@ class EnvChunk:
         if not (terminated or truncated):
             return obs, float(reward), bool(terminated), bool(truncated), info, None
         final = (obs, info, None)
+        if next_seed is None:
+            return "", float(reward), bool(terminated), bool(truncated), {}, final
         swapped = None if spares is None else spares.swap_in(k, self.envs[k], next_seed)
         if swapped is not None:
             self.envs[k], obs, info = swapped
@@ -146,14 +156,17 @@ class EnvChunk:
         every spare is ready (or prefetching is off)."""
         return self.spares is not None and self.spares.prefetch_one()
 
-    def _rebuild(self, k: int, seed: int) -> tuple[str, dict[str, Any]]:
-        """Replace env `k` (its state is suspect after an exception) and reset it;
-        a second failure is raised, since retrying forever would hang the batch."""
+    def _rebuild(self, k: int, seed: int | None) -> tuple[str, dict[str, Any]]:
+        """Replace env `k` (its state is suspect after an exception) and reset it
+        (unless `seed` is None: it goes idle); a second failure is raised, since
+        retrying forever would hang the batch."""
         try:
             self.envs[k].close()
         except Exception:
             pass
         self.envs[k] = self.factories[k]()
+        if seed is None:
+            return "", {}
         return self.envs[k].reset(seed=seed)
 
     def close(self) -> None:

@@ -20,19 +20,13 @@ from gymnasium.vector.utils import batch_differing_spaces, batch_space
 from envgym.extras import missing_extra
 from envgym.vector.in_process import SyncWorkers, ThreadWorkers
 from envgym.vector.processes import SubprocessWorkers
+from envgym.vector.seeds import SeedQueue, episode_seed, first_seeds
 from envgym.vector.sources import EnvSource, env_factories
 from envgym.vector.workers import LostWorker, Workers
 
 __all__ = ["WORKER_KINDS", "TextVectorEnv", "make_vec"]
 
 WORKER_KINDS = ("sync", "subprocess", "ray", "remote")
-
-
-def _episode_seed(first_seed: int, episode: int) -> int:
-    """The seed of a group's `episode`-th episode (0 is the seed reset gave it)."""
-    if episode == 0:
-        return first_seed
-    return int(np.random.SeedSequence([first_seed, episode]).generate_state(1)[0])
 
 
 class TextVectorEnv(VectorEnv):
@@ -104,7 +98,9 @@ class TextVectorEnv(VectorEnv):
             )
         if num_envs is not None and (not isinstance(num_envs, int) or num_envs < 1):
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
-        factories = env_factories(envs, env_fns, env_kwargs, num_envs, group_size)
+        factories, sources = env_factories(envs, env_fns, env_kwargs, num_envs, group_size)
+        #: which entry of `envs` each env runs (with ``env_fns``: its own index)
+        self.source_index = np.array(sources, dtype=np.int64)
         self.num_envs = len(factories)
         self.group_size = group_size
         self.num_groups = self.num_envs // group_size
@@ -153,9 +149,14 @@ class TextVectorEnv(VectorEnv):
         #: the seed of the episode each env is on, and how many episodes it began
         self.episode_seeds = np.zeros(self.num_envs, dtype=np.int64)
         self.episode_counts = np.zeros(self.num_envs, dtype=np.int64)
+        #: which envs are running an episode (False only for idle envs in task-queue mode)
+        self.active = np.ones(self.num_envs, dtype=np.bool_)
         self._next_seeds = np.zeros(self.num_envs, dtype=np.int64)
-        self._group_seeds = np.zeros(self.num_groups, dtype=np.int64)
+        self._first_seeds = np.zeros(self.num_envs, dtype=np.int64)
+        self._queue: SeedQueue | None = None
         self._last_obs: list[str] = [""] * self.num_envs
+        self._infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        self._final_infos: list[dict[str, Any] | None] = [None] * self.num_envs
         self._needs_reset = True
 
     # ----------------------------------------------------------- set-up
@@ -212,28 +213,79 @@ class TextVectorEnv(VectorEnv):
         return value
 
     def _seed_of(self, i: int, episode: int) -> int:
-        return _episode_seed(int(self._group_seeds[self.group_index[i]]), episode)
+        return episode_seed(int(self._first_seeds[i]), episode)
+
+    # ------------------------------------------------- one env, by index
+    def env_info(self, i: int) -> dict[str, Any]:
+        """Env `i`'s info dict from its last reset or step, exactly as the env
+        returned it (after an autoreset: the new episode's reset info; ``{}``
+        while it is idle). ``infos`` batches these, turning numbers into arrays."""
+        return self._infos[self._index(i)]
+
+    def final_info(self, i: int) -> dict[str, Any] | None:
+        """Env `i`'s last info of the episode that ended in the last step,
+        exactly as the env returned it; None if no episode of env `i` ended there."""
+        return self._final_infos[self._index(i)]
+
+    def env_attr(self, i: int, name: str) -> Any:
+        """An attribute of env `i`'s unwrapped env, read where the env lives
+        (a copy, pickled back, for worker processes and Ray actors). For agents
+        that read their env (an oracle reads the current problem)."""
+        self._check_open()
+        w, k = self._where[self._index(i)]
+        self._workers.send(w, ("attr", k, name))
+        return self._unwrap(w, self._workers.gather([w], self.step_timeout_s)[w], "attr")
+
+    def _index(self, i: int) -> int:
+        if isinstance(i, bool) or not isinstance(i, int | np.integer) or not 0 <= i < self.num_envs:
+            raise IndexError(f"env index must be in 0..{self.num_envs - 1}, got {i!r}")
+        return int(i)
 
     # --------------------------------------------------------- gymnasium
     def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+        self,
+        *,
+        seed: int | Sequence[int] | None = None,
+        options: dict[str, Any] | None = None,
+        queue: Sequence[int] | Sequence[Sequence[int]] | None = None,
     ) -> tuple[tuple[str, ...], dict[str, Any]]:
+        """Start every env on a new episode.
+
+        `seed`: an int (group ``g`` starts on ``seed + g``), one seed per env,
+        or None (fresh seeds from the vector env's generator). `queue` instead
+        turns on task-queue mode (`envgym.vector.seeds.SeedQueue`): each env starts on the
+        next seed of its source's queue and, when an episode ends, takes the
+        next one left; an env with none left goes idle (``active[i]`` False,
+        observation ``""``, its action ignored).
+        """
         self._check_open()
-        if seed is not None:
-            if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-                raise TypeError(
-                    f"seed must be a non-negative int (group g gets seed + g), got {seed!r}"
-                )
-            super().reset(seed=int(seed))
-            self._group_seeds = int(seed) + np.arange(self.num_groups, dtype=np.int64)
+        if queue is not None:
+            if seed is not None:
+                raise ValueError("pass seed or queue to reset(), not both")
+            self._queue = SeedQueue.checked(queue, list(self.source_index))
+            firsts = [self._queue.take(i) for i in range(self.num_envs)]
+            self.active = np.array([s is not None for s in firsts], dtype=np.bool_)
+            self._first_seeds = np.array([-1 if s is None else s for s in firsts], dtype=np.int64)
         else:
-            self._group_seeds = self.np_random.integers(0, 2**31, size=self.num_groups)
+            self._queue = None
+            self._first_seeds = first_seeds(seed, self.num_envs, self.group_index, self.np_random)
+            if isinstance(seed, int | np.integer):
+                super().reset(seed=int(seed))
+            self.active = np.ones(self.num_envs, dtype=np.bool_)
         self.episode_counts[:] = 0
-        self.episode_seeds = self._group_seeds[self.group_index].copy()
-        self._next_seeds = np.array([self._seed_of(i, 1) for i in range(self.num_envs)])
+        self.episode_seeds = self._first_seeds.copy()
+        if self._queue is None:
+            self._next_seeds = np.array([self._seed_of(i, 1) for i in range(self.num_envs)])
+        else:  # the queue says what comes next; an idle env's seed is -1
+            self._next_seeds = np.zeros(self.num_envs, dtype=np.int64)
         requests: list[list[Any]] = [[] for _ in self._workers.chunks]
         for i, (w, _) in enumerate(self._where):
-            requests[w].append((int(self.episode_seeds[i]), options, int(self._next_seeds[i])))
+            if not self.active[i]:
+                requests[w].append(None)
+            else:
+                # In queue mode the next seed is not known yet: no spare is reset ahead.
+                after = None if self._queue is not None else int(self._next_seeds[i])
+                requests[w].append((int(self.episode_seeds[i]), options, after))
         ws = list(range(len(requests)))
         self._needs_reset = True
         for w in ws:
@@ -249,8 +301,10 @@ class TextVectorEnv(VectorEnv):
         results = {w: self._unwrap(w, answers[w], "reset") for w in ws}
         infos: dict[str, Any] = {}
         for i, (w, k) in enumerate(self._where):
-            obs, info = results[w][k]
+            obs, info = ("", {}) if results[w][k] is None else results[w][k]
             self._last_obs[i] = obs
+            self._infos[i] = info
+            self._final_infos[i] = None
             infos = self._add_info(infos, info, i)
         self._needs_reset = False
         return tuple(self._last_obs), infos
@@ -262,9 +316,14 @@ class TextVectorEnv(VectorEnv):
         if self._needs_reset:
             raise gym.error.ResetNeeded("call reset() on the vector env before step()")
         actions = self._check_actions(actions)
+        running = [i for i in range(self.num_envs) if self.active[i]]
+        if self._queue is not None:
+            offers = self._queue.offer(running)
+        else:
+            offers = {i: int(self._next_seeds[i]) for i in running}
         requests: list[list[Any]] = [[] for _ in self._workers.chunks]
         for i, (w, _) in enumerate(self._where):
-            requests[w].append((actions[i], int(self._next_seeds[i])))
+            requests[w].append((actions[i], offers[i]) if self.active[i] else None)
         ws = list(range(len(requests)))
         for w in ws:
             self._workers.send(w, ("step", requests[w]))
@@ -285,7 +344,12 @@ class TextVectorEnv(VectorEnv):
         terminated = np.zeros(self.num_envs, dtype=np.bool_)
         truncated = np.zeros(self.num_envs, dtype=np.bool_)
         infos: dict[str, Any] = {}
+        ended = []
         for i, (w, k) in enumerate(self._where):
+            self._final_infos[i] = None
+            if results[w][k] is None:  # idle: nothing ran
+                self._last_obs[i], self._infos[i] = "", {}
+                continue
             obs, rewards[i], terminated[i], truncated[i], info, final = results[w][k]
             if final is not None:
                 final_obs, final_info, error = final
@@ -296,11 +360,20 @@ class TextVectorEnv(VectorEnv):
                 if error is not None:
                     extra["error"] = error
                 infos = self._add_info(infos, extra, i)
+                self._final_infos[i] = final_info
+                ended.append(i)
                 self.episode_counts[i] += 1
-                self.episode_seeds[i] = self._next_seeds[i]
-                self._next_seeds[i] = self._seed_of(i, int(self.episode_counts[i]) + 1)
+                if offers[i] is None:
+                    self.active[i] = False
+                else:
+                    self.episode_seeds[i] = offers[i]
+                if self._queue is None:
+                    self._next_seeds[i] = self._seed_of(i, int(self.episode_counts[i]) + 1)
             infos = self._add_info(infos, info, i)
+            self._infos[i] = info
             self._last_obs[i] = obs
+        if self._queue is not None:
+            self._queue.taken(ended)
         return tuple(self._last_obs), rewards, terminated, truncated, infos
 
     def _replace_worker(self, w: int, reason: str, requests: list[Any]) -> list[Any]:
@@ -308,16 +381,23 @@ class TextVectorEnv(VectorEnv):
         errored and starts the next one."""
         error = f"env worker lost: {reason}"
         self._workers.restart(w)
-        self._workers.send(w, ("reset", [(seed, None) for _, seed in requests]))
+        self._workers.send(
+            w, ("reset", [None if r is None or r[1] is None else (r[1], None) for r in requests])
+        )
         answer = self._workers.gather([w], self.step_timeout_s)[w]
         try:
             resets = self._unwrap(w, answer, "reset after a restart")
         except BaseException:
             self._needs_reset = True
             raise
-        return [
-            (obs, 0.0, False, True, info, (None, {"error": error}, error)) for obs, info in resets
-        ]
+        out: list[Any] = []
+        for request, reset in zip(requests, resets, strict=True):
+            if request is None:  # it was idle and stays so
+                out.append(None)
+                continue
+            obs, info = reset if reset is not None else ("", {})  # None: queue empty, idle
+            out.append((obs, 0.0, False, True, info, (None, {"error": error}, error)))
+        return out
 
     def _check_actions(self, actions: Any) -> list[Any]:
         if isinstance(actions, str | bytes):

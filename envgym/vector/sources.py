@@ -1,8 +1,9 @@
 """What each env of a batch is made from: env ids (with kwargs) or ``env_fns``.
 
 `env_factories` turns the vector env's ``envs``/``env_fns`` arguments into one
-factory per env, laid out in groups, and checks them with errors that say what
-to pass instead.
+factory per env, laid out in groups, and the source each env runs (its index
+in the ``envs`` list, which the task queue keys its seeds by), and checks them
+with errors that say what to pass instead.
 """
 
 from __future__ import annotations
@@ -67,9 +68,10 @@ def env_factories(
     env_kwargs: dict[str, Any] | None,
     num_envs: int | None,
     group_size: int,
-) -> list[Callable[[], gym.Env]]:
-    """One factory per env: ``env_fns`` as given, or the ids in `envs` repeated
-    over the groups in order (group ``g`` runs ``envs[g % len(envs)]``)."""
+) -> tuple[list[Callable[[], gym.Env]], list[int]]:
+    """One factory per env and the source index of each: ``env_fns`` as given
+    (env ``i`` is source ``i``), or the ids in `envs` repeated over the groups in
+    order (group ``g`` runs source ``g % len(envs)``)."""
     if env_fns is not None:
         if envs is not None:
             raise ValueError("pass env ids or env_fns, not both")
@@ -82,7 +84,7 @@ def env_factories(
             raise ValueError(
                 f"{len(fns)} env_fns do not split into groups of group_size={group_size}"
             )
-        return fns
+        return fns, list(range(len(fns)))
     if envs is None:
         raise ValueError("pass an env id (or a list of ids), or env_fns=[...]")
     sources = _normalise_sources(envs)
@@ -103,4 +105,5 @@ def env_factories(
     made = [MakeEnv(env_id, {**kwargs, **extra}) for env_id, kwargs in sources]
     for env_id, _ in sources:
         gym.spec(env_id)  # an unknown id fails here, with Gymnasium's suggestions
-    return [made[(i // group_size) % len(made)] for i in range(num_envs)]
+    index = [(i // group_size) % len(made) for i in range(num_envs)]
+    return [made[s] for s in index], index
