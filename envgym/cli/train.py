@@ -8,9 +8,10 @@
 The options are each trainer's config fields (e.g.
 `envgym.trainers.grpo.GRPOConfig`, a `RunOptions`), parsed by
 `envgym.trainers.common.options.parse_options` as ``python -m
-envgym.trainers.grpo`` parses them. Training needs torch and transformers (``pip install
-'envgym[train]'``), imported when a run starts. Several GPUs: run the module
-under torchrun (``torchrun --nproc_per_node 8 -m envgym.trainers.grpo ...``).
+envgym.trainers.grpo`` parses them. Training and its options need torch and
+transformers (``pip install 'envgym[train]'``), imported when a run starts.
+Several GPUs: run the module under torchrun (``torchrun --nproc_per_node 8 -m
+envgym.trainers.grpo ...``).
 """
 
 from __future__ import annotations
