@@ -14,10 +14,11 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from envgym.trainers.common.generation import SamplingParams, TransformersBackend  # noqa: E402
+from envgym.trainers.common.policy import token_logprobs  # noqa: E402
 from envgym.trainers.common.rollout import Episode, TurnRecord  # noqa: E402
 from envgym.trainers.common.tiny import build_tiny_model  # noqa: E402
 from envgym.trainers.common.tokenization import ChatTokenizer  # noqa: E402
-from envgym.trainers.grpo import GRPOConfig, policy_update, token_logprobs, train  # noqa: E402
+from envgym.trainers.grpo import GRPOConfig, policy_update, train  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,13 @@
 """Multi-turn GRPO for envgym envs: GRPO, RLOO, GiGPO and turn-level advantages.
 
-One file, read top to bottom: the config, the policy's token log-probs, then
-the loop. Each step collects ``num_groups x group_size`` episodes through
+One file, read top to bottom: the config (the algorithm's options; those of
+every run are `envgym.trainers.common.options.RunOptions`), then the loop.
+Each step collects ``num_groups x group_size`` episodes through
 `TextVectorEnv` (a group's members play the same task), turns their rewards
 into per-turn advantages (``--estimator``), drops groups with nothing to
 compare, and takes a clipped policy-gradient step on the policy's tokens
-only (env tokens are masked out of the loss)::
+only (env tokens are masked out of the loss; `envgym.trainers.common.update`,
+which self-play shares)::
 
     python -m envgym.trainers.grpo --env envgym/FrozenLake-v0 --model tiny --steps 50
     envgym train grpo --env envgym/Sokoban-v0 --model PATH --estimator gigpo --eval-every 10
@@ -29,36 +31,20 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from envgym.trainers.common.advantages import ESTIMATORS, compute_advantages, zero_variance_groups
-from envgym.trainers.common.config import option
-from envgym.trainers.common.distributed import Distributed
-from envgym.trainers.common.policy import BACKENDS, pad_tokens, token_logprobs
-from envgym.trainers.common.rollout import Episode
+from envgym.trainers.common.options import EnvRunOptions, option
+from envgym.trainers.common.update import policy_update
 
-__all__ = ["GRPOConfig", "main", "policy_update", "train"]
+__all__ = ["GRPOConfig", "main", "train"]
 
 
 @dataclass
-class GRPOConfig:
+class GRPOConfig(EnvRunOptions):
     """Multi-turn GRPO on an envgym env."""
 
-    env: str = option("envgym/FrozenLake-v0", "env id to train on")
-    difficulty: str = option("", "difficulty level ('' for the env's default)")
-    env_kwargs: dict = option({}, "more constructor kwargs as JSON, e.g. '{\"max_turns\": 6}'")
-    task_id: str = option(
-        "", "reset every episode to this task (e.g. a FrozenLake map 'SFF/FHF/FFG')"
-    )
-    model: str = option(
-        "tiny", "a folder saved by save_pretrained, or 'tiny' (a small random model)"
-    )
     estimator: str = option("grpo", "advantage estimator", ESTIMATORS)
-    steps: int = option(100, "policy updates to run")
     num_groups: int = option(8, "tasks per step")
     group_size: int = option(8, "episodes per task (the group the advantages compare within)")
-    learning_rate: float = option(1e-4, "AdamW learning rate")
-    max_grad_norm: float = option(1.0, "clip the gradient's norm to this (0: no clipping)")
     clip_low: float = option(0.2, "PPO clip below: ratio >= 1 - clip_low")
     clip_high: float = option(0.2, "PPO clip above: ratio <= 1 + clip_high (DAPO raises it)")
     kl_coef: float = option(0.0, "weight of the KL to the starting model (0: no reference model)")
@@ -67,167 +53,16 @@ class GRPOConfig:
     scale_by_std: bool = option(True, "divide group-relative advantages by the group's std")
     drop_zero_variance: bool = option(True, "drop groups whose advantages are all zero")
     loss_agg: str = option("token-mean", "loss aggregation", ("token-mean", "sequence-mean"))
-    update_epochs: int = option(1, "passes over each batch")
-    minibatches: int = option(1, "optimizer steps per pass")
-    micro_batch_size: int = option(16, "episodes per forward pass (memory, not maths)")
-    temperature: float = option(1.0, "sampling temperature (log-probs use the same)")
-    top_p: float = option(1.0, "nucleus sampling's mass")
-    max_new_tokens: int = option(64, "longest reply, in tokens")
-    max_context: int = option(
-        0, "end an episode whose prompt would pass this many tokens (0: the model's limit)"
-    )
-    system_prompt: bool = option(True, "start each chat with the env's system prompt")
-    warmup_steps: int = option(0, "format warm-up: supervised steps on random valid replies first")
-    warmup_learning_rate: float = option(1e-3, "learning rate of the format warm-up")
-    seed: int = option(0, "seed of torch, the tasks (step s plays seeds seed + s*num_groups + g)")
-    workers: str = option("sync", "vector env workers", ("sync", "subprocess"))
-    backend: str = option(
-        "transformers",
-        "generation engine ('vllm': a colocated engine on the GPU, pip install 'envgym[vllm]')",
-        BACKENDS,
-    )
-    vllm_gpu_memory_utilization: float = option(
-        0.3, "vllm: share of the GPU's memory the engine may take"
-    )
-    device: str = option("", "torch device ('' takes cuda when there is one)")
-    torch_threads: int = option(0, "CPU threads torch may use (0: torch's default)")
-    out_dir: str = option("", "run folder ('' makes runs/grpo-<env>-<time>)")
-    save_every: int = option(0, "checkpoint every N steps (0: only at the end)")
-    resume: bool = option(False, "continue the run in --out-dir from its last checkpoint")
-    eval_every: int = option(0, "evaluate on held-out seeds every N steps (0: never)")
-    eval_episodes: int = option(32, "episodes per evaluation")
-    eval_seed: int = option(1_000_000, "first seed of the held-out evaluation episodes")
-    tensorboard: bool = option(True, "write TensorBoard event files too")
-    progress: bool = option(True, "show a live progress display")
 
-    def __post_init__(self) -> None:
-        problems = []
-        if self.steps < 1 or self.num_groups < 1 or self.group_size < 1:
-            problems.append("--steps, --num-groups and --group-size must be >= 1")
-        if self.update_epochs < 1 or self.minibatches < 1 or self.micro_batch_size < 1:
-            problems.append("--update-epochs, --minibatches and --micro-batch-size must be >= 1")
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        if self.num_groups < 1 or self.group_size < 1:
+            problems.append("--num-groups and --group-size must be >= 1")
         if self.minibatches > self.num_groups * self.group_size:
             problems.append("--minibatches cannot exceed the episodes per step")
         if self.seed + self.steps * self.num_groups > self.eval_seed and self.eval_every:
             problems.append("training seeds would reach --eval-seed; raise --eval-seed")
-        if problems:
-            raise ValueError("; ".join(problems))
-
-    def env_source(self) -> tuple[str, dict[str, Any]]:
-        kwargs = dict(self.env_kwargs)
-        if self.difficulty:
-            kwargs["difficulty"] = self.difficulty
-        return self.env, kwargs
-
-
-#: Options a resumed run may change without changing what it computes.
-RESUMABLE_CHANGES = frozenset(
-    {
-        "steps",
-        "resume",
-        "progress",
-        "tensorboard",
-        "save_every",
-        "eval_every",
-        "eval_episodes",
-        "device",
-        "torch_threads",
-        "workers",
-        "out_dir",
-        "vllm_gpu_memory_utilization",
-    }
-)
-
-
-def policy_update(
-    model: Any,
-    optimizer: Any,
-    episodes: Sequence[Episode],
-    advantages: Sequence[np.ndarray],
-    config: GRPOConfig,
-    pad_id: int,
-    ref_model: Any = None,
-    dist: Distributed | None = None,
-) -> dict[str, float]:
-    """The clipped policy-gradient update on one batch; returns its losses.
-
-    Under torchrun (``dist``) each rank passes its own episodes (possibly
-    none); losses are divided by counts summed over the ranks and the
-    gradients summed, so every rank takes the step one process would take
-    on the whole batch."""
-    import torch
-
-    dist = dist or Distributed()
-    device = next(model.parameters()).device
-    micro = [
-        range(i, min(i + config.micro_batch_size, len(episodes)))
-        for i in range(0, len(episodes), config.micro_batch_size)
-    ]
-    batches = [
-        pad_tokens([episodes[k].tokens for k in m], [advantages[k] for k in m], pad_id)
-        for m in micro
-    ]
-    batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
-    # Log-probs of the sampling policy (and the reference) before any change. One
-    # optimizer step per batch needs no extra pass: the ratio is 1 (old = current).
-    single_pass = config.update_epochs == 1 and config.minibatches == 1
-    with torch.no_grad():
-        for b in batches:
-            if not single_pass:
-                b["old"] = token_logprobs(
-                    model, b["ids"], b["attention"], config.temperature, b["mask"]
-                )[0]
-            if ref_model is not None:
-                b["ref"] = token_logprobs(
-                    ref_model, b["ids"], b["attention"], config.temperature, b["mask"]
-                )[0]
-    sums = dict.fromkeys(("policy", "kl", "entropy", "clip_fraction"), 0.0)
-    # The same number of optimizer steps on every rank: minibatch k is slice k of each rank's.
-    slices = np.array_split(np.arange(len(batches)), config.minibatches)
-    for _ in range(config.update_epochs):
-        for part in slices:
-            group = [batches[i] for i in part]
-            tokens = dist.all_sum(sum(float(b["mask"].sum()) for b in group))
-            sequences = dist.all_sum(sum(b["ids"].shape[0] for b in group))
-            if sequences == 0:
-                continue
-            optimizer.zero_grad(set_to_none=True)
-            for b in group:
-                logp, entropy = token_logprobs(
-                    model, b["ids"], b["attention"], config.temperature, b["mask"]
-                )
-                ratio = torch.exp(logp - (logp.detach() if single_pass else b["old"]))
-                clipped = torch.clamp(ratio, 1 - config.clip_low, 1 + config.clip_high)
-                loss_tok = -torch.min(ratio * b["adv"], clipped * b["adv"])
-                kl_tok = torch.zeros_like(logp)
-                if ref_model is not None:  # k3: an unbiased, always positive KL estimate
-                    delta = b["ref"] - logp
-                    kl_tok = torch.exp(delta) - delta - 1
-                    loss_tok = loss_tok + config.kl_coef * kl_tok
-                mask = b["mask"]
-                if config.loss_agg == "token-mean":  # every token of the minibatch weighs the same
-                    loss = (loss_tok * mask).sum() / max(tokens, 1.0)
-                else:  # each episode weighs the same, its tokens averaged first
-                    per_seq = (loss_tok * mask).sum(-1) / mask.sum(-1).clamp(min=1)
-                    loss = per_seq.sum() / sequences
-                loss.backward()
-                with torch.no_grad():
-                    outside = ((ratio - clipped).abs() > 0).float()
-                    for name, value in (
-                        ("policy", loss_tok),
-                        ("kl", kl_tok),
-                        ("entropy", entropy),
-                        ("clip_fraction", outside),
-                    ):
-                        sums[name] += float((value * mask).sum())
-            dist.sum_gradients(model)
-            if config.max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-            optimizer.step()
-    # Token means over the whole batch and every epoch, every rank's tokens counted.
-    tokens_total = dist.all_sum(sum(float(b["mask"].sum()) for b in batches))
-    scale = max(tokens_total * config.update_epochs, 1.0)
-    return {f"losses/{name}": dist.all_sum(value) / scale for name, value in sums.items()}
+        return problems
 
 
 def train(config: GRPOConfig) -> dict[str, Any]:
@@ -260,7 +95,7 @@ def train(config: GRPOConfig) -> dict[str, Any]:
     make_evaluation_env(env_id, env_kwargs).close()  # an unknown id or bad kwargs fail here
     dist = init_distributed(config.device)
     my_groups = dist.shard(config.num_groups)
-    run = open_run(config, "grpo")
+    run = open_run(config, "grpo", env_id)
     seed_everything(config.seed, config.torch_threads)
     model, tokenizer = load_policy(config.model, config.seed, dist.device)
     chat = ChatTokenizer(tokenizer)
@@ -274,7 +109,6 @@ def train(config: GRPOConfig) -> dict[str, Any]:
         dist,
         model=model,
         optimizer=optimizer,
-        resumable=RESUMABLE_CHANGES,
         chat=chat,
         make_env=lambda: gym.make(env_id, **env_kwargs),
         options=options,

@@ -1,13 +1,14 @@
 """Turn-level PPO for envgym envs: a critic on the policy model, GAE over turns.
 
-One file, read top to bottom: the config, the critic and the losses, then the
-loop. A *turn* is the step of the MDP (Turn-PPO): the state ``s_t`` is the
-conversation up to turn ``t``'s prompt, the action the whole reply, the
-reward the env's reward for it (``Episode.rewards``). A linear value head on
-the policy's last hidden state reads ``V(s_t)`` at the last prompt token
-before turn ``t``'s reply, so one forward pass gives the reply tokens'
-log-probs and every turn's value. Each step plays ``--num-episodes``
-episodes, computes per-turn advantages by GAE over the turns
+One file, read top to bottom: the config (the algorithm's options; those of
+every run are `envgym.trainers.common.options.RunOptions`), the critic and
+the losses, then the loop. A *turn* is the step of the MDP (Turn-PPO): the
+state ``s_t`` is the conversation up to turn ``t``'s prompt, the action the
+whole reply, the reward the env's reward for it (``Episode.rewards``). A
+linear value head on the policy's last hidden state reads ``V(s_t)`` at the
+last prompt token before turn ``t``'s reply, so one forward pass gives the
+reply tokens' log-probs and every turn's value. Each step plays
+``--num-episodes`` episodes, computes per-turn advantages by GAE over the turns
 (`envgym.trainers.common.advantages.turn_gae`) and takes clipped PPO steps:
 each reply token of turn ``t`` weighted by ``A_t`` (env tokens carry no
 loss), the critic regressed to ``A_t + V(s_t)`` with PPO2's clipped value loss::
@@ -47,9 +48,8 @@ from typing import Any
 import numpy as np
 
 from envgym.trainers.common.advantages import turn_gae
-from envgym.trainers.common.config import option
+from envgym.trainers.common.options import EnvRunOptions, option, override_default
 from envgym.trainers.common.policy import (
-    BACKENDS,
     load_policy,
     logprobs_from_logits,
     make_backend,
@@ -61,19 +61,11 @@ __all__ = ["PPOConfig", "clipped_value_loss", "main", "train", "turn_advantages"
 
 
 @dataclass
-class PPOConfig:
+class PPOConfig(EnvRunOptions):
     """Turn-level PPO on an envgym env."""
 
-    env: str = option("envgym/FrozenLake-v0", "env id to train on")
-    difficulty: str = option("", "difficulty level ('' for the env's default)")
-    env_kwargs: dict = option({}, "more constructor kwargs as JSON, e.g. '{\"max_turns\": 6}'")
-    task_id: str = option("", "reset every episode to this task (e.g. a FrozenLake map 'SF/HG')")
-    model: str = option("tiny", "a save_pretrained folder, or 'tiny' (a small random model)")
-    steps: int = option(100, "policy updates to run")
     num_episodes: int = option(32, "episodes per step (split over the torchrun processes)")
-    learning_rate: float = option(1e-4, "AdamW learning rate of the policy")
     value_learning_rate: float = option(0.0, "AdamW rate of the value head (0: --learning-rate)")
-    max_grad_norm: float = option(1.0, "clip the gradient's norm to this (0: no clipping)")
     clip_low: float = option(0.2, "PPO clip below: ratio >= 1 - clip_low")
     clip_high: float = option(0.2, "PPO clip above: ratio <= 1 + clip_high")
     gamma: float = option(1.0, "turn discount (1: the undiscounted return the env scores)")
@@ -82,37 +74,14 @@ class PPOConfig:
     value_clip: float = option(0.2, "clip the value's move from its rollout value (0: no clip)")
     entropy_coef: float = option(0.0, "weight of the entropy bonus")
     normalize_advantages: bool = option(True, "scale the step's turn advantages to mean 0, std 1")
-    update_epochs: int = option(2, "passes over each batch")
-    minibatches: int = option(2, "optimizer steps per pass")
-    micro_batch_size: int = option(16, "episodes per forward pass (memory, not maths)")
-    temperature: float = option(1.0, "sampling temperature (log-probs use the same)")
-    top_p: float = option(1.0, "nucleus sampling's mass")
-    max_new_tokens: int = option(64, "longest reply, in tokens")
-    max_context: int = option(0, "end an episode whose prompt passes this (0: the model's limit)")
-    system_prompt: bool = option(True, "start each chat with the env's system prompt")
-    warmup_steps: int = option(0, "format warm-up: supervised steps on random valid replies first")
-    warmup_learning_rate: float = option(1e-3, "learning rate of the format warm-up")
-    backend: str = option("transformers", "generation engine ('vllm' needs a GPU)", BACKENDS)
-    vllm_gpu_memory_utilization: float = option(0.3, "vllm: share of the GPU's memory it takes")
-    seed: int = option(0, "seed of torch, the tasks (step s plays seeds seed + s*num_episodes + i)")
-    workers: str = option("sync", "vector env workers", ("sync", "subprocess"))
-    device: str = option("", "torch device ('' takes cuda when there is one)")
-    torch_threads: int = option(0, "CPU threads torch may use (0: torch's default)")
-    out_dir: str = option("", "run folder ('' makes runs/ppo-<env>-<time>)")
-    save_every: int = option(0, "checkpoint every N steps (0: only at the end)")
-    resume: bool = option(False, "continue the run in --out-dir from its last checkpoint")
-    eval_every: int = option(0, "evaluate on held-out seeds every N steps (0: never)")
-    eval_episodes: int = option(32, "episodes per evaluation")
-    eval_seed: int = option(1_000_000, "first seed of the held-out evaluation episodes")
-    tensorboard: bool = option(True, "write TensorBoard event files too")
-    progress: bool = option(True, "show a live progress display")
+    # PPO reuses each batch: two passes of two minibatches.
+    update_epochs: int = override_default("update_epochs", 2)
+    minibatches: int = override_default("minibatches", 2)
 
-    def __post_init__(self) -> None:
-        problems = []
-        if min(self.steps, self.num_episodes, self.update_epochs, self.minibatches) < 1:
-            problems.append("--steps, --num-episodes, --update-epochs, --minibatches must be >= 1")
-        if self.micro_batch_size < 1:
-            problems.append("--micro-batch-size must be >= 1")
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        if self.num_episodes < 1:
+            problems.append("--num-episodes must be >= 1")
         if self.minibatches > self.num_episodes:
             problems.append("--minibatches cannot exceed --num-episodes")
         if not (0.0 <= self.gamma <= 1.0 and 0.0 <= self.gae_lambda <= 1.0):
@@ -125,21 +94,7 @@ class PPOConfig:
             problems.append("--value-clip, --clip-low and --clip-high must be >= 0")
         if self.seed + self.steps * self.num_episodes > self.eval_seed and self.eval_every:
             problems.append("training seeds would reach --eval-seed; raise --eval-seed")
-        if problems:
-            raise ValueError("; ".join(problems))
-
-    def env_source(self) -> tuple[str, dict[str, Any]]:
-        kwargs = dict(self.env_kwargs)
-        if self.difficulty:
-            kwargs["difficulty"] = self.difficulty
-        return self.env, kwargs
-
-
-#: Options a resumed run may change without changing what it computes.
-RESUMABLE_CHANGES = frozenset(
-    "steps resume progress tensorboard save_every eval_every eval_episodes device "
-    "torch_threads workers out_dir backend vllm_gpu_memory_utilization".split()
-)
+        return problems
 
 
 def forward(
@@ -342,7 +297,7 @@ def train(config: PPOConfig) -> dict[str, Any]:
     dist = init_distributed(config.device)
     mine = dist.shard(config.num_episodes, "--num-episodes")
     device = dist.device
-    run = open_run(config, "ppo")
+    run = open_run(config, "ppo", env_id)
     seed_everything(config.seed, config.torch_threads)
     model, tokenizer = load_policy(config.model, config.seed, device)
     # The critic, zero at first (see above); the model folder never holds it.
@@ -361,7 +316,6 @@ def train(config: PPOConfig) -> dict[str, Any]:
         dist,
         model=model,
         optimizer=optimizer,
-        resumable=RESUMABLE_CHANGES,
         chat=chat,
         make_env=lambda: gym.make(env_id, **env_kwargs),
         options=options,

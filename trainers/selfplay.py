@@ -8,7 +8,7 @@ game is the learner's; every other seat is the learner too or, with
 ``--pool-prob``, a past snapshot from the opponent pool (one every
 ``--pool-every`` steps, the last ``--pool-size`` kept). Only the learner's
 seats are trained on, with GRPO's clipped policy gradient on their reply
-tokens (`envgym.trainers.grpo.policy_update`).
+tokens (`envgym.trainers.common.update.policy_update`, shared with GRPO).
 
 Role-conditioned advantages (SPIRAL's RAE): the seats are not equally strong
 (X moves first), so each role keeps a moving average of its returns,
@@ -41,9 +41,14 @@ import numpy as np
 
 from envgym.registry import ENV_SPECS
 from envgym.selfplay import RoleBaseline, draw_seats
-from envgym.trainers.common.config import option
 from envgym.trainers.common.distributed import Distributed
-from envgym.trainers.common.policy import BACKENDS
+from envgym.trainers.common.options import (
+    JsonObject,
+    Resumable,
+    RunOptions,
+    option,
+    override_default,
+)
 from envgym.trainers.common.selfplay_rollout import SeatEpisode
 
 __all__ = ["GAMES", "SelfPlayConfig", "learner_seats", "main", "role_advantages", "train"]
@@ -58,67 +63,39 @@ LEVELS = ("easy", "medium", "hard")
 
 
 @dataclass
-class SelfPlayConfig:
+class SelfPlayConfig(RunOptions):
     """SPIRAL-style self-play on a game, against itself and past checkpoints."""
 
     game: str = option("tictactoe", "the game to play", tuple(GAMES))
-    game_kwargs: dict = option(
+    game_kwargs: JsonObject = option(
         {}, "the game's constructor kwargs as JSON, e.g. '{\"num_players\": 3}'"
     )
-    model: str = option(
-        "tiny", "a folder saved by save_pretrained, or 'tiny' (a small random model)"
-    )
-    steps: int = option(100, "policy updates to run")
     games_per_step: int = option(32, "games played per step (over all processes)")
-    learning_rate: float = option(1e-4, "AdamW learning rate")
-    max_grad_norm: float = option(1.0, "clip the gradient's norm to this (0: no clipping)")
     clip: float = option(0.2, "PPO clip: the ratio stays within [1 - clip, 1 + clip]")
     loss_agg: str = option("token-mean", "loss aggregation", ("token-mean", "sequence-mean"))
-    update_epochs: int = option(1, "passes over each batch")
-    minibatches: int = option(1, "optimizer steps per pass")
-    micro_batch_size: int = option(16, "seats per forward pass (memory, not maths)")
     baseline_decay: float = option(0.95, "each role's baseline: b <- decay * b + (1 - decay) * G")
     pool_every: int = option(0, "add a snapshot of the policy to the opponent pool every N steps")
     pool_size: int = option(4, "snapshots kept in the pool (the oldest leaves first)")
     pool_prob: float = option(0.25, "chance that a non-learner seat is a pool snapshot")
-    temperature: float = option(1.0, "sampling temperature (log-probs use the same)")
-    top_p: float = option(1.0, "nucleus sampling's mass")
-    max_new_tokens: int = option(64, "longest reply, in tokens")
-    max_context: int = option(
-        0, "stop a game whose next prompt would pass this many tokens (0: the model's limit)"
-    )
-    system_prompt: bool = option(True, "start each seat's chat with the game's system prompt")
     history: bool = option(
         True,
         "prompt each move with the seat's game so far (--no-history: the current "
         "observation only, each move its own sample; evaluation prompts the same way)",
     )
-    warmup_steps: int = option(0, "format warm-up: supervised steps on random valid moves first")
-    warmup_learning_rate: float = option(1e-3, "learning rate of the format warm-up")
-    seed: int = option(0, "seed of torch and the games (step s plays seeds seed + s*games + g)")
-    device: str = option("", "torch device ('' takes cuda when there is one)")
-    torch_threads: int = option(0, "CPU threads torch may use (0: torch's default)")
-    backend: str = option("transformers", "the learner's generation engine", BACKENDS)
-    vllm_gpu_memory_utilization: float = option(0.3, "share of GPU memory vLLM may hold")
-    out_dir: str = option("", "run folder ('' makes runs/selfplay-<game id>-<time>)")
-    save_every: int = option(0, "checkpoint every N steps (0: only at the end)")
-    resume: bool = option(False, "continue the run in --out-dir from its last checkpoint")
-    eval_every: int = option(0, "play the built-in opponents every N steps (0: never)")
-    eval_episodes: int = option(16, "evaluation games per opponent level and seat")
-    eval_levels: str = option("easy,medium,hard", "built-in opponent levels to evaluate against")
-    eval_seed: int = option(1_000_000, "first seed of the evaluation games")
-    eval_temperature: float = option(0.0, "sampling temperature of the evaluation (0: greedy)")
-    tensorboard: bool = option(True, "write TensorBoard event files too")
-    progress: bool = option(True, "show a live progress display")
+    eval_episodes: Resumable[int] = override_default("eval_episodes", 16)
+    eval_levels: Resumable[str] = option(
+        "easy,medium,hard", "built-in opponent levels to evaluate against"
+    )
+    eval_temperature: Resumable[float] = option(
+        0.0, "sampling temperature of the evaluation (0: greedy)"
+    )
 
-    def __post_init__(self) -> None:
-        problems = []
+    def problems(self) -> list[str]:
+        problems = super().problems()
         if self.game not in GAMES:
             problems.append(f"--game {self.game!r} is not one of {', '.join(GAMES)}")
-        if self.steps < 1 or self.games_per_step < 1:
-            problems.append("--steps and --games-per-step must be >= 1")
-        if self.update_epochs < 1 or self.minibatches < 1 or self.micro_batch_size < 1:
-            problems.append("--update-epochs, --minibatches and --micro-batch-size must be >= 1")
+        if self.games_per_step < 1:
+            problems.append("--games-per-step must be >= 1")
         if self.minibatches > self.games_per_step:
             problems.append("--minibatches cannot exceed --games-per-step")
         if not 0.0 < self.clip < 1.0:
@@ -138,8 +115,7 @@ class SelfPlayConfig:
             problems.append("--eval-episodes must be >= 1")
         if self.eval_every and self.seed + self.steps * self.games_per_step > self.eval_seed:
             problems.append("training seeds would reach --eval-seed; raise --eval-seed")
-        if problems:
-            raise ValueError("; ".join(problems))
+        return problems
 
     @property
     def env(self) -> str:
@@ -149,13 +125,6 @@ class SelfPlayConfig:
     @property
     def levels(self) -> list[str]:
         return [level.strip() for level in self.eval_levels.split(",") if level.strip()]
-
-
-#: Options a resumed run may change without changing what it computes.
-RESUMABLE_CHANGES = frozenset(
-    "steps resume progress tensorboard save_every eval_every eval_episodes eval_levels "
-    "eval_temperature device torch_threads out_dir".split()
-)
 
 
 def role_advantages(
@@ -308,14 +277,14 @@ def train(config: SelfPlayConfig) -> dict[str, Any]:
     )
     from envgym.trainers.common.selfplay_rollout import play_games
     from envgym.trainers.common.tokenization import ChatTokenizer
-    from envgym.trainers.grpo import policy_update
+    from envgym.trainers.common.update import policy_update
 
     game_cls = load_entry_point(get_spec(config.env).entry_point).game_cls
     make_evaluation_env(config.env, {**config.game_kwargs, "difficulty": "easy"}).close()
     dist = init_distributed(config.device)
     my_games = dist.shard(config.games_per_step, "--games-per-step")
     device = dist.device
-    run = open_run(config, "selfplay")
+    run = open_run(config, "selfplay", config.env)
     seed_everything(config.seed, config.torch_threads)
     model, tokenizer = load_policy(config.model, config.seed, device)
     chat = ChatTokenizer(tokenizer)
@@ -329,7 +298,6 @@ def train(config: SelfPlayConfig) -> dict[str, Any]:
         dist,
         model=model,
         optimizer=optimizer,
-        resumable=RESUMABLE_CHANGES,
         chat=chat,
         make_env=lambda: gym.make(config.env, difficulty="easy", **config.game_kwargs),
         history=config.history,
@@ -348,7 +316,7 @@ def train(config: SelfPlayConfig) -> dict[str, Any]:
         gpu_memory_utilization=config.vllm_gpu_memory_utilization,
         seed=config.seed + dist.rank,
     )
-    # policy_update takes GRPO's option names: symmetric clipping, no KL term here.
+    # policy_update's UpdateOptions (GRPO's names): symmetric clipping, no KL term here.
     same = ("micro_batch_size", "update_epochs", "minibatches", "temperature", "loss_agg")
     update = SimpleNamespace(
         **{name: getattr(config, name) for name in (*same, "max_grad_norm")},

@@ -6,8 +6,9 @@
     envgym train selfplay --game tictactoe --model tiny --eval-every 20
 
 The options are each trainer's config fields (e.g.
-`envgym.trainers.grpo.GRPOConfig`), the same as ``python -m
-envgym.trainers.grpo``. Training needs torch and transformers (``pip install
+`envgym.trainers.grpo.GRPOConfig`, a `RunOptions`), parsed by
+`envgym.trainers.common.options.parse_options` as ``python -m
+envgym.trainers.grpo`` parses them. Training needs torch and transformers (``pip install
 'envgym[train]'``), imported when a run starts. Several GPUs: run the module
 under torchrun (``torchrun --nproc_per_node 8 -m envgym.trainers.grpo ...``).
 """
@@ -16,9 +17,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import textwrap
 from typing import Any
 
-from envgym.cli.arguments import EXIT_OK, UserError
+from envgym.cli.arguments import EXIT_OK, EXIT_USAGE, UserError
 from envgym.extras import MissingExtra, require_all
 
 #: name -> (module under envgym.trainers, config class, title, help, description)
@@ -57,32 +59,48 @@ RUN_FOLDER = (
 
 
 def add_commands(sub: Any) -> None:
-    """Add ``train`` to the ``envgym`` subparsers `sub`."""
-    from envgym.trainers.common.config import config_parser
-
-    train = sub.add_parser("train", help="train a model on an env (GRPO, PPO, self-play)")
-    train_sub = train.add_subparsers(dest="train_command", metavar="TRAINER")
-    train.set_defaults(handler=lambda _args: train.print_help() or EXIT_OK)
-    for name, (module, config_name, _title, help_text, description) in TRAINERS.items():
-        config_cls = getattr(importlib.import_module(f"envgym.trainers.{module}"), config_name)
-        p = train_sub.add_parser(name, help=help_text, description=description + RUN_FOLDER)
-        config_parser(config_cls, p)
-        p.set_defaults(handler=_run, trainer=name)
+    """Add ``train`` to the ``envgym`` subparsers `sub`. A trainer's options are
+    parsed when it runs (`_run`): building their parser imports transformers,
+    which the other commands need not wait for."""
+    listing = "\n".join(f"  {name:<10}{entry[3]}" for name, entry in TRAINERS.items())
+    train = sub.add_parser(
+        "train",
+        help="train a model on an env (GRPO, PPO, self-play)",
+        description=textwrap.fill("Train a model on an env with a reference trainer." + RUN_FOLDER),
+        epilog=f"trainers:\n{listing}\n\nRun `envgym train TRAINER --help` for its options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    train.add_argument(
+        "trainer", nargs="?", choices=tuple(TRAINERS), metavar="TRAINER", help=", ".join(TRAINERS)
+    )
+    train.add_argument(
+        "options", nargs=argparse.REMAINDER, metavar="OPTIONS", help="the trainer's options"
+    )
+    train.set_defaults(handler=_run, train=train)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from envgym.trainers.common.config import config_from_args
     from envgym.trainers.common.progress import print_summary
 
-    module, config_name, title, _help, _description = TRAINERS[args.trainer]
+    if args.trainer is None:
+        args.train.print_help()
+        return EXIT_OK
+    module, config_name, title, _help, description = TRAINERS[args.trainer]
     try:
         require_all(["torch", "transformers"], extra="train", purpose="training")
     except MissingExtra as exc:
         raise UserError(str(exc)) from None
+    from envgym.trainers.common.options import parse_options
+
     trainer = importlib.import_module(f"envgym.trainers.{module}")
+    prog = f"envgym train {args.trainer}"
     try:
-        config = config_from_args(getattr(trainer, config_name), args)
-    except ValueError as exc:
+        config = parse_options(
+            getattr(trainer, config_name), args.options, prog, description + RUN_FOLDER
+        )
+    except SystemExit as exc:  # --help, or options argparse cannot read
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except ValueError as exc:  # options that do not fit together
         raise UserError(str(exc)) from None
     try:
         summary = trainer.train(config)

@@ -18,12 +18,13 @@ from typing import Any
 from envgym.evaluation.batch import evaluate_many
 from envgym.evaluation.results_file import write_results
 from envgym.trainers.common.checkpoint import MODEL_DIR
+from envgym.trainers.common.options import EnvRunOptions
 
 __all__ = ["evaluate_checkpoint", "evaluate_step"]
 
 
 def evaluate_checkpoint(
-    checkpoint: str | Path, config: Any, results_path: str | Path, device: str
+    checkpoint: str | Path, config: EnvRunOptions, results_path: str | Path, device: str
 ) -> tuple[dict[str, Any], Path]:
     """Evaluate ``checkpoint`` (a folder from `save_checkpoint`) as ``config``
     says (``env_source()``, ``eval_episodes``, ``eval_seed``,
@@ -45,7 +46,7 @@ def evaluate_checkpoint(
 
 
 def evaluate_step(
-    checkpoint: Path, done: int, *, config: Any, out_dir: Path, device: str
+    checkpoint: Path, done: int, *, config: EnvRunOptions, out_dir: Path, device: str
 ) -> tuple[dict[str, float], list[Path]]:
     """`evaluate_checkpoint` after step ``done``, written to
     ``out_dir/eval/step_N.json``: the ``eval/`` metrics and that file."""

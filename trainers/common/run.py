@@ -3,15 +3,13 @@ warming up, the log, saving and evaluating, the summary and the command line.
 
 `open_run` picks the run folder and refuses to write over a finished run
 (``--resume`` continues it instead); `resume_or_warm_up` loads the checkpoint
-a run resumes from (refusing options that would compute something else,
+a run resumes from (refusing options that a resumed run may not change,
 `check_resume`) or runs the format warm-up, then gives every rank rank 0's
 weights; `open_log` is the run's `RunLog` on rank 0; `rollout_metrics` are
 the episode and rollout charts over every rank's episodes; `save_and_evaluate`
 checkpoints and evaluates when due; `run_summary` and `run_main` end a run
 and make ``python -m envgym.trainers.<name>``. A trainer's config is a
-dataclass with at least ``env``, ``out_dir``, ``resume``, ``save_every``,
-``eval_every``, ``steps``, ``seed``, ``progress``, ``tensorboard``,
-``warmup_steps``, ``warmup_learning_rate`` and ``system_prompt``.
+`RunOptions` (`envgym.trainers.common.options`).
 """
 
 from __future__ import annotations
@@ -19,22 +17,25 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import random
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from envgym.trainers.common.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from envgym.trainers.common.config import config_from_args, config_parser
 from envgym.trainers.common.distributed import Distributed
+from envgym.trainers.common.options import RunOptions, parse_options, resume_conflicts
 from envgym.trainers.common.progress import TrainProgress, print_summary
 from envgym.trainers.common.rollout import Episode, RolloutTimes
 from envgym.trainers.common.run_log import RunLog
 from envgym.trainers.common.tokenization import ChatTokenizer
 from envgym.trainers.common.warmup import format_warmup
+
+Options = TypeVar("Options", bound=RunOptions)
 
 __all__ = [
     "RunDir",
@@ -61,11 +62,11 @@ class RunDir:
     resume_from: Path | None
 
 
-def open_run(config: Any, name: str) -> RunDir:
+def open_run(config: RunOptions, name: str, env_id: str) -> RunDir:
     """The run folder of ``config`` (``runs/<name>-<env>-<time>`` when
     ``out_dir`` is empty). A new run refuses a folder that already holds one;
     ``resume`` needs a checkpoint there."""
-    default = f"runs/{name}-{config.env.split('/')[-1]}-{time.strftime('%Y%m%d-%H%M%S')}"
+    default = f"runs/{name}-{env_id.split('/')[-1]}-{time.strftime('%Y%m%d-%H%M%S')}"
     out_dir = Path(config.out_dir or default)
     checkpoints = out_dir / "checkpoints"
     resume_from = latest_checkpoint(checkpoints) if config.resume else None
@@ -79,19 +80,13 @@ def open_run(config: Any, name: str) -> RunDir:
     return RunDir(out_dir, checkpoints, resume_from)
 
 
-def check_resume(
-    config: Any, saved_config: Mapping[str, Any], resumable: frozenset[str], run: RunDir
-) -> None:
-    """Raise ValueError naming the options that differ from the saved run's,
-    except the ``resumable`` ones (they do not change what is computed)."""
-    changed = sorted(
-        k
-        for k, v in dataclasses.asdict(config).items()
-        if k not in resumable and saved_config.get(k, v) != v
-    )
+def check_resume(config: RunOptions, saved_config: Mapping[str, Any], run: RunDir) -> None:
+    """Raise ValueError naming the options that differ from the saved run's
+    and that a resumed run may not change (`resume_conflicts`)."""
+    changed = resume_conflicts(config, saved_config)
     if changed:
         raise ValueError(
-            f"--resume: {', '.join('--' + k.replace('_', '-') for k in changed)} differ from "
+            f"--resume: {', '.join(changed)} differ from "
             f"the run in {run.out_dir} ({run.resume_from}/config.json); resume with its "
             "options, or start a new run in another --out-dir"
         )
@@ -108,12 +103,12 @@ def seed_everything(seed: int, torch_threads: int = 0) -> None:
     torch.manual_seed(seed)
 
 
-def eval_due(config: Any, done: int) -> bool:
+def eval_due(config: RunOptions, done: int) -> bool:
     """Evaluate after step ``done``: every ``eval_every`` steps and at the end."""
     return bool(config.eval_every) and (done % config.eval_every == 0 or done == config.steps)
 
 
-def checkpoint_due(config: Any, done: int) -> bool:
+def checkpoint_due(config: RunOptions, done: int) -> bool:
     """Save after step ``done``: every ``save_every`` steps, at the end, and
     before each evaluation (it plays the saved model)."""
     return (
@@ -124,14 +119,13 @@ def checkpoint_due(config: Any, done: int) -> bool:
 
 
 def resume_or_warm_up(
-    config: Any,
+    config: RunOptions,
     run: RunDir,
     dist: Distributed,
     *,
     model: Any,
     optimizer: Any,
     chat: ChatTokenizer,
-    resumable: frozenset[str],
     make_env: Callable[[], Any],
     options: dict[str, Any] | None = None,
     history: bool = True,
@@ -148,7 +142,7 @@ def resume_or_warm_up(
     saved = None
     if run.resume_from is not None:
         saved = load_checkpoint(run.resume_from, model=model, optimizer=optimizer)
-        check_resume(config, saved["config"], resumable, run)
+        check_resume(config, saved["config"], run)
     elif config.warmup_steps:
         enabled = config.progress and dist.is_main
         with TrainProgress(config.warmup_steps, enabled=enabled, label="warm-up") as bar:
@@ -171,7 +165,7 @@ def resume_or_warm_up(
     return saved
 
 
-def open_log(run: RunDir, config: Any, dist: Distributed, start: int) -> Any:
+def open_log(run: RunDir, config: RunOptions, dist: Distributed, start: int) -> Any:
     """The run's `RunLog` on rank 0 (a resumed run's from step ``start``);
     an empty context on the other ranks, which log nothing."""
     if not dist.is_main:
@@ -207,7 +201,7 @@ def rollout_metrics(
 
 def save_and_evaluate(
     run: RunDir,
-    config: Any,
+    config: RunOptions,
     dist: Distributed,
     done: int,
     *,
@@ -239,7 +233,7 @@ def save_and_evaluate(
 
 
 def run_summary(
-    run: RunDir, config: Any, history: Sequence[Mapping[str, float]], evals: Sequence[Path]
+    run: RunDir, config: RunOptions, history: Sequence[Mapping[str, float]], evals: Sequence[Path]
 ) -> dict[str, Any]:
     """What `train` returns: the run folder, the last step's rates, the
     evaluation files and the last checkpoint."""
@@ -257,20 +251,20 @@ def run_summary(
 def run_main(
     name: str,
     title: str,
-    config_cls: type,
-    train: Callable[[Any], dict[str, Any]],
+    config_cls: type[Options],
+    train: Callable[[Options], dict[str, Any]],
     argv: Sequence[str] | None,
 ) -> int:
     """``python -m envgym.trainers.<name>``: parse the options, train, print the
     summary; bad options, an unknown env id or a bad path exit 2 with the error."""
-    parser = config_parser(config_cls)
-    parser.prog = f"python -m envgym.trainers.{name}"
-    args = parser.parse_args(argv)
+    prog = f"python -m envgym.trainers.{name}"
     try:
-        summary = train(config_from_args(config_cls, args))
+        summary = train(parse_options(config_cls, argv, prog))
     except KeyError as exc:  # an unknown env id, with the registry's suggestions
-        parser.exit(2, f"{parser.prog}: error: {exc.args[0]}\n")
+        print(f"{prog}: error: {exc.args[0]}", file=sys.stderr)
+        raise SystemExit(2) from None
     except (ValueError, FileNotFoundError, FileExistsError) as exc:  # bad options, data, paths
-        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     print_summary(title, summary)
     return 0
