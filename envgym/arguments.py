@@ -22,6 +22,7 @@ __all__ = [
     "MAX_TASK_SEED",
     "check_int",
     "check_number",
+    "check_render_mode",
     "check_setting",
     "match_task_id",
     "setting",
@@ -67,6 +68,18 @@ def check_number(value: Any, name: str, low: float, high: float, meaning: str = 
             f"{name} must be a number from {low:g} to {high:g}{what}, got {short_repr(value)}"
         )
     return float(value)
+
+
+def check_render_mode(env: Any, render_mode: Any) -> str | None:
+    """`render_mode` when it is None or one of ``env.metadata["render_modes"]``;
+    else a ValueError that names the modes `env`'s class supports."""
+    modes = env.metadata["render_modes"]
+    if render_mode is not None and render_mode not in modes:
+        raise ValueError(
+            f"render_mode={render_mode!r} is not supported by {type(env).__name__}; "
+            f"use one of {modes} or None"
+        )
+    return render_mode
 
 
 def setting(default: Any, low: float | None = None, high: float | None = None, meaning: str = ""):
