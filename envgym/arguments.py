@@ -8,9 +8,12 @@ work, and a bad value is a ValueError that says what is allowed.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
+import re
 import reprlib
+from collections.abc import Iterator
 from dataclasses import field
 from typing import Any
 
@@ -19,9 +22,12 @@ __all__ = [
     "MAX_TASK_SEED",
     "check_int",
     "check_number",
+    "check_render_mode",
     "check_setting",
+    "match_task_id",
     "setting",
     "short_repr",
+    "task_id_parts",
 ]
 
 #: The largest seed a task id may carry (task ids name a level by its own seed).
@@ -64,6 +70,18 @@ def check_number(value: Any, name: str, low: float, high: float, meaning: str = 
     return float(value)
 
 
+def check_render_mode(env: Any, render_mode: Any) -> str | None:
+    """`render_mode` when it is None or one of ``env.metadata["render_modes"]``;
+    else a ValueError that names the modes `env`'s class supports."""
+    modes = env.metadata["render_modes"]
+    if render_mode is not None and render_mode not in modes:
+        raise ValueError(
+            f"render_mode={render_mode!r} is not supported by {type(env).__name__}; "
+            f"use one of {modes} or None"
+        )
+    return render_mode
+
+
 def setting(default: Any, low: float | None = None, high: float | None = None, meaning: str = ""):
     """A field of a difficulty preset (a frozen dataclass) that a constructor
     argument may override, with the range a caller's value must lie in.
@@ -84,3 +102,28 @@ def check_setting(preset_field: Any, value: Any) -> Any:
     if isinstance(low, int) and isinstance(high, int):
         return check_int(value, preset_field.name, low, high, meaning)
     return check_number(value, preset_field.name, low, high, meaning)
+
+
+def match_task_id(task_id: Any, pattern: re.Pattern[str], what: str, example: str) -> re.Match[str]:
+    """`pattern`'s match of `task_id`; else a ValueError that says `task_id` is
+    not `what` (e.g. "a Sokoban task id") and shows an `example` of one."""
+    match = pattern.match(task_id) if isinstance(task_id, str) else None
+    if match is None:
+        raise ValueError(
+            f"task_id {short_repr(task_id)} is not {what}; use an id from info['task_id'], "
+            + example
+        )
+    return match
+
+
+@contextlib.contextmanager
+def task_id_parts(task_id: Any, refusal: str) -> Iterator[None]:
+    """Check a task id's parts inside: a ValueError there becomes one that
+    names the whole task id, says why (`refusal`, e.g. "names no level this env
+    makes") and where good ids come from."""
+    try:
+        yield
+    except ValueError as exc:
+        raise ValueError(
+            f"task_id {short_repr(task_id)} {refusal}: {exc}; use an id from info['task_id']"
+        ) from None

@@ -24,6 +24,7 @@ from envgym.arguments import (
     MAX_TASK_SEED,
     check_int,
     check_number,
+    check_render_mode,
     check_setting,
     setting,
     short_repr,
@@ -158,12 +159,7 @@ class TextEnv(gym.Env[str, str]):
         render_mode: str | None = None,
         **settings: Any,
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode={render_mode!r} is not supported by {type(self).__name__}; "
-                f"use one of {self.metadata['render_modes']} or None"
-            )
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(self, render_mode)
         #: The constructor arguments that override the preset's settings.
         self.overrides = self._check_overrides(settings)
         self._set_difficulty(self._check_difficulty(difficulty))

@@ -11,7 +11,7 @@ from gymnasium import spaces
 from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 
-from envgym.arguments import MAX_EPISODE_LENGTH, check_int
+from envgym.arguments import MAX_EPISODE_LENGTH, check_int, check_render_mode
 from envgym.parsing import parse_answer
 from envgym.text import (
     ACTION_MAX_LENGTH,
@@ -121,11 +121,7 @@ class MultiAgentTextEnv(AECEnv):
                 f"{type(self).__name__} is for {', '.join(map(str, self.player_counts))} "
                 f"players, got num_players={num_players!r}"
             )
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode={render_mode!r} is not supported; use one of "
-                f"{self.metadata['render_modes']} or None"
-            )
+        check_render_mode(self, render_mode)
         illegal_retries = check_int(
             illegal_retries, "illegal_retries", 0, 100, "invalid replies forgiven per turn"
         )

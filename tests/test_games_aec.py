@@ -187,6 +187,12 @@ def test_wrong_player_count_is_a_clear_error():
         module.env(num_players=3)
 
 
+def test_unknown_render_mode_names_the_game_and_the_modes():
+    module = importlib.import_module("envgym.envs.games.tictactoe_v0")
+    with pytest.raises(ValueError, match=r"not supported by \w+; use one of \['ansi', 'human'\]"):
+        module.env(render_mode="rgb_array")
+
+
 @pytest.mark.parametrize("name,players", CASES)
 def test_every_players_info_is_current_after_every_move(name, players):
     """All infos are rebuilt each step: none keeps a stale state key or turn."""

@@ -19,6 +19,14 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 ID_HELP = "env id, e.g. envgym/Sokoban-v0 or Sokoban-v0 (see `envgym list`)"
 
 
+def command_group(sub: Any, name: str, help: str, metavar: str = "SUBCOMMAND") -> Any:
+    """Add the command `name` to the subparsers `sub` as a group of subcommands
+    (its own subparsers, returned); run without one, it prints its help."""
+    group = sub.add_parser(name, help=help)
+    group.set_defaults(handler=lambda _args: group.print_help() or EXIT_OK)
+    return group.add_subparsers(dest=f"{name}_command", metavar=metavar)
+
+
 class UserError(Exception):
     """Something the user can fix; printed as one line, exit status 2."""
 

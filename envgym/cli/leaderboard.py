@@ -31,6 +31,7 @@ from envgym.cli.arguments import (
     EXIT_FAILED,
     EXIT_OK,
     UserError,
+    command_group,
     non_negative_float,
     parse_kwarg,
     port,
@@ -45,9 +46,9 @@ TOKEN_ENV = "ENVGYM_LEADERBOARD_TOKEN"
 
 def add_commands(sub: Any) -> None:
     """Add ``leaderboard`` and ``submit`` to the ``envgym`` subparsers `sub`."""
-    board = sub.add_parser("leaderboard", help="run a leaderboard server and manage its tokens")
-    board_sub = board.add_subparsers(dest="leaderboard_command", metavar="SUBCOMMAND")
-    board.set_defaults(handler=lambda _args: board.print_help() or EXIT_OK)
+    board_sub = command_group(
+        sub, "leaderboard", help="run a leaderboard server and manage its tokens"
+    )
 
     p = board_sub.add_parser(
         "serve",
@@ -148,9 +149,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--out", metavar="FILE", help="write the ticket here (default: stdout)")
     p.set_defaults(handler=run_ticket)
 
-    token = board_sub.add_parser("token", help="create or revoke a submitter's token")
-    token_sub = token.add_subparsers(dest="token_command", metavar="ACTION")
-    token.set_defaults(handler=lambda _args: token.print_help() or EXIT_OK)
+    token_sub = command_group(
+        board_sub, "token", help="create or revoke a submitter's token", metavar="ACTION"
+    )
     p = token_sub.add_parser("create", help="make submitter NAME and print their token once")
     p.add_argument("name", metavar="NAME")
     _db_option(p)

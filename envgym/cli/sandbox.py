@@ -7,15 +7,13 @@ import argparse
 import subprocess
 from typing import Any
 
-from envgym.cli.arguments import EXIT_FAILED, EXIT_OK, UserError
+from envgym.cli.arguments import EXIT_FAILED, EXIT_OK, UserError, command_group
 from envgym.cli.output import print_table
 
 
 def add_commands(sub: Any) -> None:
     """Add ``sandbox`` and its subcommands to the ``envgym`` subparsers `sub`."""
-    sandbox = sub.add_parser("sandbox", help="build, check and clean up code sandboxes")
-    sandbox_sub = sandbox.add_subparsers(dest="sandbox_command", metavar="SUBCOMMAND")
-    sandbox.set_defaults(handler=lambda _args: sandbox.print_help() or EXIT_OK)
+    sandbox_sub = command_group(sub, "sandbox", help="build, check and clean up code sandboxes")
     p = sandbox_sub.add_parser(
         "build",
         help="build the sandbox images from Debian packages (root, Docker daemon)",

@@ -6,14 +6,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from envgym.cli.arguments import EXIT_OK, UserError, port, positive_int, seed
+from envgym.cli.arguments import EXIT_OK, UserError, command_group, port, positive_int, seed
 
 
 def add_commands(sub: Any) -> None:
     """Add ``search serve`` to the ``envgym`` subparsers `sub`."""
-    search = sub.add_parser("search", help="the search env's retrieval server")
-    search_sub = search.add_subparsers(dest="search_command", metavar="SUBCOMMAND")
-    search.set_defaults(handler=lambda _args: search.print_help() or EXIT_OK)
+    search_sub = command_group(sub, "search", help="the search env's retrieval server")
     p = search_sub.add_parser(
         "serve",
         help="serve a BM25 or dense index over HTTP (127.0.0.1 or a Unix socket)",

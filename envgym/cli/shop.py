@@ -9,7 +9,7 @@ import time
 from functools import partial
 from typing import Any
 
-from envgym.cli.arguments import EXIT_OK, UserError, port, positive_int, seed
+from envgym.cli.arguments import EXIT_OK, UserError, command_group, port, positive_int, seed
 from envgym.extras import MissingExtra, require_all
 
 DEFAULT_PRODUCTS = 50_000  # ShopEnv's default catalogue
@@ -18,9 +18,7 @@ DEFAULT_INDEX_PORT = 8401
 
 def add_commands(sub: Any) -> None:
     """Add ``shop serve`` and ``shop index-serve`` to the ``envgym`` subparsers `sub`."""
-    shop = sub.add_parser("shop", help="the shop env as a web site, and its search server")
-    shop_sub = shop.add_subparsers(dest="shop_command", metavar="SUBCOMMAND")
-    shop.set_defaults(handler=lambda _args: shop.print_help() or EXIT_OK)
+    shop_sub = command_group(sub, "shop", help="the shop env as a web site, and its search server")
 
     p = shop_sub.add_parser(
         "serve",

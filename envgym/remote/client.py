@@ -25,6 +25,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from envgym.arguments import check_render_mode
 from envgym.core import render_text
 from envgym.extras import require
 from envgym.remote.address import ServerAddress
@@ -178,11 +179,7 @@ class RemoteEnv(gym.Env[str, str]):
         step_timeout_s: float | None = None,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode={render_mode!r} is not supported by RemoteEnv; use one of "
-                f"{self.metadata['render_modes']} or None"
-            )
+        check_render_mode(self, render_mode)
         require("websockets.sync.client", extra="remote", purpose="RemoteEnv")
         self.address = _as_address(url, uds)
         self.render_mode = render_mode

@@ -41,7 +41,7 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -288,10 +288,7 @@ class EnvServer:
         timeout = self.config.idle_timeout
         if timeout is None:
             return
-        interval = min(max(timeout / 4, 0.05), 5.0)
-        while True:
-            await asyncio.sleep(interval)
-            now = time.monotonic()
+        async for now in _every_quarter_of(timeout, shortest=0.05, longest=5.0):
             for session in list(self.sessions.values()):
                 if session.busy or session.closing or now - session.last_active < timeout:
                     continue
@@ -431,10 +428,7 @@ class EnvServer:
         timeout = self.config.call_timeout
         if timeout is None:
             return
-        interval = min(max(timeout / 4, 0.02), 1.0)
-        while True:
-            await asyncio.sleep(interval)
-            now = time.monotonic()
+        async for now in _every_quarter_of(timeout, shortest=0.02, longest=1.0):
             for session in list(self._calling):
                 call = session.call
                 if call is None or call.done() or now - session.call_started < timeout:
@@ -443,6 +437,18 @@ class EnvServer:
                 session.late_call = call
                 assert self._threads is not None
                 self._threads.abandon(call)
+
+
+async def _every_quarter_of(
+    timeout: float, *, shortest: float, longest: float
+) -> AsyncIterator[float]:
+    """The monotonic time, yielded every quarter of `timeout` (kept within
+    `shortest` and `longest` seconds), forever: the beat of a watch that fails
+    what ran past `timeout` within a quarter of it."""
+    interval = min(max(timeout / 4, shortest), longest)
+    while True:
+        await asyncio.sleep(interval)
+        yield time.monotonic()
 
 
 def _env_error(method: str, exc: Exception) -> str:

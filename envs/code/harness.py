@@ -62,13 +62,20 @@ class NotPlainData(TypeError):
 
 
 # ---------------------------------------------------------------- plain data
-def encode(value, depth: int = 0, counter: list | None = None):
-    """``value`` as JSON-able data: lists stay lists, every other container is
-    a one-key tagged object; `NotPlainData` for anything else."""
+def _count_one(counter: list | None, depth: int) -> list:
+    """One more value in the count that `encode` and `decode` share (a new count
+    when `counter` is None); `NotPlainData` past `MAX_ITEMS` or `MAX_DEPTH`."""
     counter = [0] if counter is None else counter
     counter[0] += 1
     if counter[0] > MAX_ITEMS or depth > MAX_DEPTH:
         raise NotPlainData(f"more than {MAX_ITEMS} values or {MAX_DEPTH} levels")
+    return counter
+
+
+def encode(value, depth: int = 0, counter: list | None = None):
+    """``value`` as JSON-able data: lists stay lists, every other container is
+    a one-key tagged object; `NotPlainData` for anything else."""
+    counter = _count_one(counter, depth)
     kind = type(value)
     if value is None or kind in (bool, int, float, str):
         return value
@@ -89,10 +96,7 @@ def encode(value, depth: int = 0, counter: list | None = None):
 
 def decode(data, depth: int = 0, counter: list | None = None):
     """The value `encode` made ``data`` from; `NotPlainData` for anything else."""
-    counter = [0] if counter is None else counter
-    counter[0] += 1
-    if counter[0] > MAX_ITEMS or depth > MAX_DEPTH:
-        raise NotPlainData(f"more than {MAX_ITEMS} values or {MAX_DEPTH} levels")
+    counter = _count_one(counter, depth)
     kind = type(data)
     if data is None or kind in (bool, int, float, str):
         return data

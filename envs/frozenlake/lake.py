@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from envgym import graphs
 from envgym.core import short_repr
 
 __all__ = [
@@ -92,18 +93,11 @@ def breadth_first(
     source (-1 at the source and where there is no way). Every move can be
     undone, so the distances from the goal are also the distances to it.
     """
-    following = next_tiles(n_rows, n_cols)
-    distance = [-2 if tile == HOLE else -1 for tile in tiles]
-    came_from = [-1] * len(tiles)
-    distance[source] = 0
-    queue = [source]
-    for here in queue:  # the list grows while we walk it: a first-in first-out queue
-        further = distance[here] + 1
-        for there in following[here]:
-            if distance[there] == -1:
-                distance[there] = further
-                came_from[there] = here
-                queue.append(there)
+    holes = {tile for tile, kind in enumerate(tiles) if kind == HOLE}
+    distance, came_from = graphs.breadth_first(next_tiles(n_rows, n_cols), source, holes)
+    for hole in holes:
+        if hole != source:
+            distance[hole] = -2
     return distance, came_from
 
 

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from envgym.arguments import match_task_id, task_id_parts
 from envgym.core import MAX_TASK_SEED, Preset, TextEnv, Turn, check_int, setting, short_repr
 from envgym.multiagent import MultiAgentTextEnv, Policy
 
@@ -176,19 +177,11 @@ _TASK_ID = re.compile(r"^seat(\d{1,2})-(\d{1,20})$")
 
 
 def _parse_task_id(task_id: Any, players: int) -> tuple[int, int]:
-    match = _TASK_ID.match(task_id) if isinstance(task_id, str) else None
-    if match is None:
-        raise ValueError(
-            f"task_id {short_repr(task_id)} is not a task id of this game; use one from "
-            "info['task_id'], e.g. 'seat1-12345' (seatSEAT-SEED)"
-        )
+    match = match_task_id(
+        task_id, _TASK_ID, "a task id of this game", "e.g. 'seat1-12345' (seatSEAT-SEED)"
+    )
     seat, seed = int(match.group(1)), int(match.group(2))
-    try:
+    with task_id_parts(task_id, "is not a task id of this game"):
         check_int(seat, "its seat", 0, players - 1)
         check_int(seed, "its seed", 0, MAX_TASK_SEED)
-    except ValueError as exc:
-        raise ValueError(
-            f"task_id {short_repr(task_id)} is not a task id of this game: {exc}; use one "
-            "from info['task_id']"
-        ) from None
     return seat, seed

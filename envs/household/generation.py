@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from envgym.arguments import MAX_TASK_SEED, check_int, short_repr
+from envgym.arguments import MAX_TASK_SEED, check_int, match_task_id, task_id_parts
 from envgym.envs.household.rules import (
     Home,
     HomeState,
@@ -54,7 +54,9 @@ MIN_RECEPTACLES, MAX_RECEPTACLES = 6, 60
 MAX_DISTRACTORS = 80
 WELCOME = "-= Welcome to TextWorld, ALFRED! =-"
 
-_TASK_ID = re.compile(r"^([a-z_]{1,40})-r(\d{1,4})-d(\d{1,4})-(\d{1,20})$")
+_TASK_ID = re.compile(
+    rf"^({'|'.join(map(re.escape, TASK_TYPES))})-r(\d{{1,4}})-d(\d{{1,4}})-(\d{{1,20}})$"
+)
 _OBJECT_TYPES = tuple(sorted(PLACES))
 #: Receptacles a state task never names as its target (the tools themselves).
 _NOT_TARGETS = {
@@ -72,24 +74,19 @@ def task_id_of(task_type: str, n_recs: int, n_distractors: int, seed: int) -> st
 def parse_task_id(task_id: Any) -> tuple[str, int, int, int]:
     """(task type, receptacles, distractors, seed) of a task id; a ValueError
     that says what a task id looks like when it is none this env makes."""
-    match = _TASK_ID.match(task_id) if isinstance(task_id, str) else None
-    if match is None or match.group(1) not in TASK_TYPES:
-        raise ValueError(
-            f"task_id {short_repr(task_id)} is not a Household task id; use an id from "
-            "info['task_id'], e.g. 'pick_heat_then_place-r20-d15-123456' "
-            f"(TASKTYPE-rRECEPTACLES-dDISTRACTORS-SEED, TASKTYPE one of {', '.join(TASK_TYPES)})"
-        )
+    match = match_task_id(
+        task_id,
+        _TASK_ID,
+        "a Household task id",
+        "e.g. 'pick_heat_then_place-r20-d15-123456' "
+        f"(TASKTYPE-rRECEPTACLES-dDISTRACTORS-SEED, TASKTYPE one of {', '.join(TASK_TYPES)})",
+    )
     task_type = match.group(1)
     n_recs, n_distractors, seed = (int(g) for g in match.groups()[1:])
-    try:
+    with task_id_parts(task_id, "names no task this env makes"):
         check_int(n_recs, "its receptacle count", MIN_RECEPTACLES, MAX_RECEPTACLES)
         check_int(n_distractors, "its distractor count", 0, MAX_DISTRACTORS)
         check_int(seed, "its seed", 0, MAX_TASK_SEED)
-    except ValueError as exc:
-        raise ValueError(
-            f"task_id {short_repr(task_id)} names no task this env makes: {exc}; use an id "
-            "from info['task_id']"
-        ) from None
     return task_type, n_recs, n_distractors, seed
 
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from envgym.core import short_repr
+from envgym.arguments import match_task_id
 from envgym.envs.search.vocabulary import title_key
 from envgym.envs.search.world import ATTRIBUTES, NUMERIC, RELATIONS, World
 
@@ -120,13 +120,13 @@ _TASK_ID = re.compile(r"^(single|bridge|comparison)-h([1-4])-(\d{1,19})$")
 
 def parse_task_id(task_id: Any) -> tuple[str, int, int]:
     """(kind, hops, seed) of a generated question's task id."""
-    match = _TASK_ID.match(task_id) if isinstance(task_id, str) else None
-    if match is None:
-        raise ValueError(
-            f"task_id {short_repr(task_id)} is not a Search task id; use an id from "
-            "info['task_id'], such as 'bridge-h3-12345' (single-h1-SEED, bridge-h2 to h4, "
-            "comparison-h2 or h4; SEED up to 19 digits)"
-        )
+    match = match_task_id(
+        task_id,
+        _TASK_ID,
+        "a Search task id",
+        "such as 'bridge-h3-12345' (single-h1-SEED, bridge-h2 to h4, "
+        "comparison-h2 or h4; SEED up to 19 digits)",
+    )
     return match.group(1), int(match.group(2)), int(match.group(3))
 
 

@@ -10,29 +10,18 @@ file is read again.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from envgym.envs.search.questions import Question
 from envgym.envs.search.world import load_world
+from envgym.per_process import PerProcess
 from envgym.retrieval import Doc, RemoteRetriever, make_retriever
 
 __all__ = ["check_server_world", "loaded_questions", "open_retriever"]
 
-T = TypeVar("T")
-
-_SHARED: dict[tuple[Any, ...], Any] = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def _shared(key: tuple[Any, ...], make: Callable[[], T]) -> T:
-    """One object per key per process."""
-    with _SHARED_LOCK:
-        if key not in _SHARED:
-            _SHARED[key] = make()
-        return _SHARED[key]
+#: Worlds, corpora, question sets and retrievers, one per key in this process.
+_shared = PerProcess().get
 
 
 def _file_key(path: str | Path) -> tuple[str, int, int]:

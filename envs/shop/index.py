@@ -15,12 +15,12 @@ server, and ``ShopEnv(index_url=...)`` searches through it
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, overload
 
 from envgym.envs.shop.model import Catalogue
+from envgym.per_process import PerProcess
 from envgym.retrieval import Doc
 
 __all__ = [
@@ -36,17 +36,8 @@ __all__ = [
 #: Search results kept per query, as WebShop (10 per page, 5 pages).
 RESULTS_LIMIT = 50
 
-T = TypeVar("T")
-_SHARED: dict[tuple[Any, ...], Any] = {}
-_LOCK = threading.Lock()
-
-
-def shared(key: tuple[Any, ...], make: Callable[[], T]) -> T:
-    """One object per key per process (catalogues, indexes, loaded files)."""
-    with _LOCK:
-        if key not in _SHARED:
-            _SHARED[key] = make()
-        return _SHARED[key]
+#: Catalogues, indexes and loaded files, one per key in this process.
+shared = PerProcess().get
 
 
 def default_shop_cache() -> Path:

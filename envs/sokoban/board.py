@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+from envgym.graphs import breadth_first
+
 __all__ = [
     "BOX",
     "BOX_ON_TARGET",
@@ -92,18 +94,7 @@ def walk(
     cell it is first reached from, one move closer to `start` (-1 at `start`
     and where it cannot go). `path` turns that into move names.
     """
-    distance = [-1] * len(neighbours)
-    came_from = [-1] * len(neighbours)
-    distance[start] = 0
-    queue = [start]
-    for cell in queue:  # the list grows while we walk it: a first-in first-out queue
-        further = distance[cell] + 1
-        for nxt in neighbours[cell]:
-            if distance[nxt] < 0 and nxt not in boxes:
-                distance[nxt] = further
-                came_from[nxt] = cell
-                queue.append(nxt)
-    return distance, came_from
+    return breadth_first(neighbours, start, blocked=boxes)
 
 
 def path(width: int, came_from: list[int], start: int, end: int) -> list[str]:

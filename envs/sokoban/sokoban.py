@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from envgym.arguments import match_task_id, task_id_parts
 from envgym.core import MAX_TASK_SEED, Preset, TextEnv, Turn, check_int, setting, short_repr
 from envgym.envs.sokoban.board import (
     BOX,
@@ -374,23 +375,18 @@ def _check_level(height: int, width: int, boxes: int, pushes: int, pushes_name: 
 
 
 def _parse_task_id(task_id: Any) -> tuple[int, int, int, int, int]:
-    match = _TASK_ID.match(task_id) if isinstance(task_id, str) else None
-    if match is None:
-        raise ValueError(
-            f"task_id {short_repr(task_id)} is not a Sokoban task id; use an id from "
-            "info['task_id'], e.g. '6x6-b1-p3-12345' (HEIGHTxWIDTH-bBOXES-pPUSHES-SEED)"
-        )
+    match = match_task_id(
+        task_id,
+        _TASK_ID,
+        "a Sokoban task id",
+        "e.g. '6x6-b1-p3-12345' (HEIGHTxWIDTH-bBOXES-pPUSHES-SEED)",
+    )
     height, width, boxes, pushes, seed = (int(g) for g in match.groups())
-    try:
+    with task_id_parts(task_id, "names no level this env makes"):
         _check_size((height, width))
         check_int(boxes, "its box count", 1, MAX_BOXES)
         _check_level(height, width, boxes, pushes, "its push count")
         check_int(seed, "its seed", 0, MAX_TASK_SEED)
-    except ValueError as exc:
-        raise ValueError(
-            f"task_id {short_repr(task_id)} names no level this env makes: {exc}; use an id from "
-            "info['task_id']"
-        ) from None
     return height, width, boxes, pushes, seed
 
 
