@@ -179,6 +179,10 @@ class EnvRunOptions(RunOptions):
             kwargs["difficulty"] = self.difficulty
         return self.env, kwargs
 
+    def reset_options(self) -> dict[str, Any] | None:
+        """The options every episode resets with: the ``task_id``, when one is set."""
+        return {"task_id": self.task_id} if self.task_id else None
+
 
 def resumable_options(cls: type[RunOptions]) -> frozenset[str]:
     """The fields of ``cls`` that a resumed run may change (typed `Resumable`)."""
