@@ -40,6 +40,8 @@ __all__ = ["GRPOConfig", "main", "train"]
 class GRPOConfig(EnvRunOptions):
     """Multi-turn GRPO on an envgym env."""
 
+    per_step_option = "num_groups"
+
     estimator: str = option("grpo", "advantage estimator", ESTIMATORS)
     num_groups: int = option(8, "tasks per step")
     group_size: int = option(8, "episodes per task (the group the advantages compare within)")
@@ -58,8 +60,6 @@ class GRPOConfig(EnvRunOptions):
             problems.append("--num-groups and --group-size must be >= 1")
         if self.minibatches > self.num_groups * self.group_size:
             problems.append("--minibatches cannot exceed the episodes per step")
-        if self.seed + self.steps * self.num_groups > self.eval_seed and self.eval_every:
-            problems.append("training seeds would reach --eval-seed; raise --eval-seed")
         return problems
 
 
@@ -71,8 +71,7 @@ def train(config: GRPOConfig) -> dict[str, Any]:
     from envgym.vector import TextVectorEnv
 
     env = config.env_source()  # its id and constructor kwargs
-    tasks = (config.num_groups, "--num-groups")  # per step, split over the ranks
-    training = start_training(config, "grpo", env, tasks, options=config.reset_options())
+    training = start_training(config, "grpo", env, options=config.reset_options())
     dist, model, optimizer = training.dist, training.model, training.optimizer
     my_groups = training.mine
     ref_model = None

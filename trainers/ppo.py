@@ -60,6 +60,8 @@ __all__ = ["PPOConfig", "clipped_value_loss", "main", "train", "turn_advantages"
 class PPOConfig(EnvRunOptions):
     """Turn-level PPO on an envgym env."""
 
+    per_step_option = "num_episodes"
+
     num_episodes: int = option(32, "episodes per step (split over the torchrun processes)")
     value_learning_rate: float = option(0.0, "AdamW rate of the value head (0: --learning-rate)")
     clip_low: float = option(0.2, "PPO clip below: ratio >= 1 - clip_low")
@@ -88,8 +90,6 @@ class PPOConfig(EnvRunOptions):
             )
         if min(self.value_clip, self.clip_low, self.clip_high) < 0:
             problems.append("--value-clip, --clip-low and --clip-high must be >= 0")
-        if self.seed + self.steps * self.num_episodes > self.eval_seed and self.eval_every:
-            problems.append("training seeds would reach --eval-seed; raise --eval-seed")
         return problems
 
 
@@ -286,9 +286,8 @@ def train(config: PPOConfig) -> dict[str, Any]:
         return torch.optim.AdamW(groups, lr=config.learning_rate)
 
     env = config.env_source()  # its id and constructor kwargs
-    episodes_per_step = (config.num_episodes, "--num-episodes")  # split over the ranks
     training = start_training(
-        config, "ppo", env, episodes_per_step, options=config.reset_options(), optimizer=with_critic
+        config, "ppo", env, options=config.reset_options(), optimizer=with_critic
     )
     dist, model, optimizer = training.dist, training.model, training.optimizer
     mine = training.mine

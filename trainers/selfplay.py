@@ -66,6 +66,8 @@ LEVELS = ("easy", "medium", "hard")
 class SelfPlayConfig(RunOptions):
     """SPIRAL-style self-play on a game, against itself and past checkpoints."""
 
+    per_step_option = "games_per_step"
+
     game: str = option("tictactoe", "the game to play", tuple(GAMES))
     game_kwargs: JsonObject = option(
         {}, "the game's constructor kwargs as JSON, e.g. '{\"num_players\": 3}'"
@@ -113,8 +115,6 @@ class SelfPlayConfig(RunOptions):
             problems.append(f"--eval-levels takes a comma list of {', '.join(LEVELS)}")
         if self.eval_every and self.eval_episodes < 1:
             problems.append("--eval-episodes must be >= 1")
-        if self.eval_every and self.seed + self.steps * self.games_per_step > self.eval_seed:
-            problems.append("training seeds would reach --eval-seed; raise --eval-seed")
         return problems
 
     @property
@@ -269,7 +269,6 @@ def train(config: SelfPlayConfig) -> dict[str, Any]:
         config,
         "selfplay",
         (config.env, {**config.game_kwargs, "difficulty": "easy"}),  # checked, warmed up on
-        (config.games_per_step, "--games-per-step"),
         history=config.history,
     )
     dist, model, optimizer = training.dist, training.model, training.optimizer

@@ -15,8 +15,7 @@ A trainer's ``train`` uses them through two calls around its own loop:
 `start_training` (the setup, returning a `Training`) and `Training.end_step`
 (each step's tail)::
 
-    per_step = (config.num_groups, "--num-groups")  # split over the ranks
-    training = start_training(config, "grpo", config.env_source(), per_step)
+    training = start_training(config, "grpo", config.env_source())
     with envs, training:
         for step in range(training.start, config.steps):
             ...  # the algorithm's rollout, advantages and update
@@ -299,8 +298,7 @@ class Training:
     config: RunOptions
     dist: Distributed
     run: RunDir
-    #: The items (tasks, episodes or games) a step plays over all ranks, and this rank's share.
-    per_step: int
+    #: This rank's share of the items a step plays (``config.per_step``).
     mine: range
     model: Any
     tokenizer: Any
@@ -340,7 +338,7 @@ class Training:
     def first_seed(self, step: int) -> int:
         """The seed of this rank's first item in ``step``: step ``s`` plays the
         seeds from ``seed + s * per_step``, each rank its share of them in order."""
-        return self.config.seed + step * self.per_step + self.mine.start
+        return self.config.seed + step * self.config.per_step + self.mine.start
 
     def rollouts(self, envs: Any, step: int) -> tuple[list[Episode], RolloutTimes]:
         """Step ``step``'s episodes, one in each env of ``envs`` (a
@@ -404,7 +402,6 @@ def start_training(
     config: RunOptions,
     name: str,
     env: tuple[str, dict[str, Any]],
-    per_step: tuple[int, str],
     *,
     options: dict[str, Any] | None = None,
     history: bool = True,
@@ -413,8 +410,8 @@ def start_training(
     """Set up a run of the trainer ``name`` on ``env`` (an env id and its
     constructor kwargs), in this order: check the env (an unknown id or bad
     kwargs fail here), start torch.distributed under torchrun and take this
-    rank's share of ``per_step`` (a count and its flag, which must split over
-    the ranks), open the run folder (`open_run`), seed (`seed_everything`),
+    rank's share of the step's items (``config.per_step``, which must split
+    over the ranks), open the run folder (`open_run`), seed (`seed_everything`),
     load the policy and its tokenizer, build the optimizer (``optimizer(model)``;
     by default AdamW over the model's parameters), resume or run the format
     warm-up on ``env`` (`resume_or_warm_up`; episodes reset with ``options``,
@@ -427,7 +424,8 @@ def start_training(
     env_id, env_kwargs = env
     make_evaluation_env(env_id, env_kwargs).close()
     dist = init_distributed(config.device)
-    mine = dist.shard(*per_step)  # a count that does not split over the ranks fails here
+    flag = "--" + config.per_step_option.replace("_", "-")
+    mine = dist.shard(config.per_step, flag)  # a count that does not split fails here
     run = open_run(config, name, env_id)
     seed_everything(config.seed, config.torch_threads)
     model, tokenizer = load_policy(config.model, config.seed, dist.device)
@@ -461,7 +459,6 @@ def start_training(
         config=config,
         dist=dist,
         run=run,
-        per_step=per_step[0],
         mine=mine,
         model=model,
         tokenizer=tokenizer,
