@@ -27,8 +27,6 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
 from typing import Any
 
 from envgym.trainers.common.advantages import ESTIMATORS, compute_advantages, zero_variance_groups
@@ -41,6 +39,8 @@ __all__ = ["GRPOConfig", "main", "train"]
 @dataclass
 class GRPOConfig(EnvRunOptions):
     """Multi-turn GRPO on an envgym env."""
+
+    per_step_option = "num_groups"
 
     estimator: str = option("grpo", "advantage estimator", ESTIMATORS)
     num_groups: int = option(8, "tasks per step")
@@ -60,103 +60,39 @@ class GRPOConfig(EnvRunOptions):
             problems.append("--num-groups and --group-size must be >= 1")
         if self.minibatches > self.num_groups * self.group_size:
             problems.append("--minibatches cannot exceed the episodes per step")
-        if self.seed + self.steps * self.num_groups > self.eval_seed and self.eval_every:
-            problems.append("training seeds would reach --eval-seed; raise --eval-seed")
         return problems
 
 
 def train(config: GRPOConfig) -> dict[str, Any]:
     """Run ``config``; returns the summary (final success rate, return, paths).
     Under torchrun every rank runs this; rank 0 writes the run folder."""
-    import gymnasium as gym
-    import torch
-
-    from envgym.evaluation.inputs import make_evaluation_env
     from envgym.trainers.common.checkpoint import load_weights
-    from envgym.trainers.common.distributed import init_distributed
-    from envgym.trainers.common.evaluation import evaluate_step
-    from envgym.trainers.common.generation import SamplingParams
-    from envgym.trainers.common.policy import load_policy, make_backend
-    from envgym.trainers.common.progress import TrainProgress
-    from envgym.trainers.common.rollout import collect_rollouts
-    from envgym.trainers.common.run import (
-        open_log,
-        open_run,
-        resume_or_warm_up,
-        rollout_metrics,
-        run_summary,
-        save_and_evaluate,
-        seed_everything,
-    )
-    from envgym.trainers.common.tokenization import ChatTokenizer
+    from envgym.trainers.common.run import rollout_metrics, start_training
     from envgym.vector import TextVectorEnv
 
-    env_id, env_kwargs = config.env_source()
-    make_evaluation_env(env_id, env_kwargs).close()  # an unknown id or bad kwargs fail here
-    dist = init_distributed(config.device)
-    my_groups = dist.shard(config.num_groups)
-    run = open_run(config, "grpo", env_id)
-    seed_everything(config.seed, config.torch_threads)
-    model, tokenizer = load_policy(config.model, config.seed, dist.device)
-    chat = ChatTokenizer(tokenizer)
-    params = SamplingParams(config.temperature, config.top_p, 0, config.max_new_tokens)
-    options = {"task_id": config.task_id} if config.task_id else None
-    max_context = config.max_context or getattr(model.config, "max_position_embeddings", None)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
-    saved = resume_or_warm_up(
-        config,
-        run,
-        dist,
-        model=model,
-        optimizer=optimizer,
-        chat=chat,
-        make_env=lambda: gym.make(env_id, **env_kwargs),
-        options=options,
-    )
-    start = saved["step"] if saved else 0
+    env = config.env_source()  # its id and constructor kwargs
+    training = start_training(config, "grpo", env, options=config.reset_options())
+    dist, model, optimizer = training.dist, training.model, training.optimizer
+    my_groups = training.mine
     ref_model = None
     if config.kl_coef > 0:  # the policy RL starts from, warm-up included, kept beside the run
-        reference = run.checkpoints / "reference"
-        if saved is None and dist.is_main:
+        reference = training.run.checkpoints / "reference"
+        if training.saved is None and dist.is_main:
             model.save_pretrained(reference)
         dist.barrier()
         ref_model = copy.deepcopy(model).eval()
         load_weights(reference, ref_model)
-    backend = make_backend(
-        config.backend,
-        model,
-        tokenizer,
-        chat.stop_token_ids,
-        gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-        seed=config.seed + dist.rank,
-    )
     envs = TextVectorEnv(
-        (env_id, env_kwargs),
+        env,
         num_envs=len(my_groups) * config.group_size,
         group_size=config.group_size,
         workers=config.workers,
     )
-    history: list[dict[str, float]] = []
-    evals: list[Path] = []
-    show = config.progress and dist.is_main
-    with (
-        envs,
-        open_log(run, config, dist, start) as run_log,
-        TrainProgress(config.steps, start, enabled=show) as progress,
-    ):
-        for step in range(start, config.steps):
+    with envs, training:
+        for step in range(training.start, config.steps):
             t_step = time.perf_counter()
-            played, times = collect_rollouts(
-                envs,
-                backend,
-                chat,
-                params,
-                seed=config.seed + step * config.num_groups + my_groups.start,
-                options=options,
-                system_prompt=config.system_prompt,
-                max_tokens=max_context,
-            )
-            backend.sleep()  # a vLLM engine gives its memory back for the update
+            played, times = training.rollouts(envs, step)
+            training.backend.sleep()  # a vLLM engine gives its memory back for the update
             episodes = [e for e in played if e.error is None]  # a crashed env's says nothing
             advantages = compute_advantages(
                 [e.group for e in episodes],
@@ -180,11 +116,11 @@ def train(config: GRPOConfig) -> dict[str, Any]:
                     [episodes[k] for k in kept],
                     [advantages[k] for k in kept],
                     config,
-                    tokenizer.pad_token_id,
+                    training.tokenizer.pad_token_id,
                     ref_model,
                     dist,
                 )
-            backend.sync_weights(model)
+            training.backend.sync_weights(model)
             metrics = {
                 **rollout_metrics(dist, played, times, config.learning_rate),
                 **losses,
@@ -196,28 +132,8 @@ def train(config: GRPOConfig) -> dict[str, Any]:
                 ),
                 "time/step_s": time.perf_counter() - t_step,
             }
-            done = step + 1
-            scores, files = save_and_evaluate(
-                run,
-                config,
-                dist,
-                done,
-                model=model,
-                tokenizer=tokenizer,
-                optimizer=optimizer,
-                evaluate=partial(
-                    evaluate_step, config=config, out_dir=run.out_dir, device=dist.device
-                ),
-            )
-            metrics.update(scores)
-            evals += files
-            if dist.is_main:
-                run_log.log(done, metrics)
-            history.append(metrics)
-            progress.update(done, metrics)
-    backend.close()
-    dist.close()
-    return run_summary(run, config, history, evals)
+            training.end_step(step + 1, metrics)
+    return training.finish()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -41,8 +41,6 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,12 +48,10 @@ import numpy as np
 from envgym.trainers.common.advantages import turn_gae
 from envgym.trainers.common.options import EnvRunOptions, option, override_default
 from envgym.trainers.common.policy import (
-    load_policy,
     logprobs_from_logits,
-    make_backend,
     pad_tokens,
 )
-from envgym.trainers.common.rollout import Episode, collect_rollouts
+from envgym.trainers.common.rollout import Episode
 
 __all__ = ["PPOConfig", "clipped_value_loss", "main", "train", "turn_advantages"]
 
@@ -63,6 +59,8 @@ __all__ = ["PPOConfig", "clipped_value_loss", "main", "train", "turn_advantages"
 @dataclass
 class PPOConfig(EnvRunOptions):
     """Turn-level PPO on an envgym env."""
+
+    per_step_option = "num_episodes"
 
     num_episodes: int = option(32, "episodes per step (split over the torchrun processes)")
     value_learning_rate: float = option(0.0, "AdamW rate of the value head (0: --learning-rate)")
@@ -92,8 +90,6 @@ class PPOConfig(EnvRunOptions):
             )
         if min(self.value_clip, self.clip_low, self.clip_high) < 0:
             problems.append("--value-clip, --clip-low and --clip-high must be >= 0")
-        if self.seed + self.steps * self.num_episodes > self.eval_seed and self.eval_every:
-            problems.append("training seeds would reach --eval-seed; raise --eval-seed")
         return problems
 
 
@@ -272,99 +268,47 @@ def ppo_update(
 def train(config: PPOConfig) -> dict[str, Any]:
     """Run ``config``; returns the summary (final success rate, return, paths).
     Under torchrun every rank runs this; rank 0 writes the run folder."""
-    import gymnasium as gym
     import torch
 
-    from envgym.evaluation.inputs import make_evaluation_env
-    from envgym.trainers.common.distributed import init_distributed
-    from envgym.trainers.common.evaluation import evaluate_step
-    from envgym.trainers.common.generation import SamplingParams
-    from envgym.trainers.common.progress import TrainProgress
-    from envgym.trainers.common.run import (
-        open_log,
-        open_run,
-        resume_or_warm_up,
-        rollout_metrics,
-        run_summary,
-        save_and_evaluate,
-        seed_everything,
-    )
-    from envgym.trainers.common.tokenization import ChatTokenizer
+    from envgym.trainers.common.run import rollout_metrics, start_training
     from envgym.vector import TextVectorEnv
 
-    env_id, env_kwargs = config.env_source()
-    make_evaluation_env(env_id, env_kwargs).close()  # an unknown id or bad kwargs fail here
-    dist = init_distributed(config.device)
-    mine = dist.shard(config.num_episodes, "--num-episodes")
-    device = dist.device
-    run = open_run(config, "ppo", env_id)
-    seed_everything(config.seed, config.torch_threads)
-    model, tokenizer = load_policy(config.model, config.seed, device)
-    # The critic, zero at first (see above); the model folder never holds it.
-    head = torch.nn.Linear(model.config.hidden_size, 1).to(device)
-    torch.nn.init.zeros_(head.weight), torch.nn.init.zeros_(head.bias)
-    chat = ChatTokenizer(tokenizer)
-    params = SamplingParams(config.temperature, config.top_p, 0, config.max_new_tokens)
-    options = {"task_id": config.task_id} if config.task_id else None
-    max_context = config.max_context or getattr(model.config, "max_position_embeddings", None)
-    value_lr = config.value_learning_rate or config.learning_rate
-    groups = [{"params": model.parameters()}, {"params": head.parameters(), "lr": value_lr}]
-    optimizer = torch.optim.AdamW(groups, lr=config.learning_rate)
-    saved = resume_or_warm_up(
-        config,
-        run,
-        dist,
-        model=model,
-        optimizer=optimizer,
-        chat=chat,
-        make_env=lambda: gym.make(env_id, **env_kwargs),
-        options=options,
+    head: Any = None
+
+    def with_critic(model: Any) -> Any:
+        """Make the critic ``head``, zero at first (see above; the model folder
+        never holds it), right after the model; AdamW over the policy and it."""
+        nonlocal head
+        head = torch.nn.Linear(model.config.hidden_size, 1).to(next(model.parameters()).device)
+        torch.nn.init.zeros_(head.weight), torch.nn.init.zeros_(head.bias)
+        value_lr = config.value_learning_rate or config.learning_rate
+        groups = [{"params": model.parameters()}, {"params": head.parameters(), "lr": value_lr}]
+        return torch.optim.AdamW(groups, lr=config.learning_rate)
+
+    env = config.env_source()  # its id and constructor kwargs
+    training = start_training(
+        config, "ppo", env, options=config.reset_options(), optimizer=with_critic
     )
-    start = saved["step"] if saved else 0
-    if saved is not None:
-        head.load_state_dict(saved["extra"]["value_head"])
+    dist, model, optimizer = training.dist, training.model, training.optimizer
+    mine = training.mine
+    if training.saved is not None:
+        head.load_state_dict(training.saved["extra"]["value_head"])
     dist.broadcast_model(head)
-    backend = make_backend(
-        config.backend,
-        model,
-        tokenizer,
-        chat.stop_token_ids,
-        gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-        seed=config.seed + dist.rank,
-    )
-    envs = TextVectorEnv(
-        (env_id, env_kwargs), num_envs=len(mine), group_size=1, workers=config.workers
-    )
-    history: list[dict[str, float]] = []
-    evals: list[Path] = []
-    show = config.progress and dist.is_main
-    with (
-        envs,
-        open_log(run, config, dist, start) as run_log,
-        TrainProgress(config.steps, start, enabled=show) as progress,
-    ):
-        for step in range(start, config.steps):
+    envs = TextVectorEnv(env, num_envs=len(mine), group_size=1, workers=config.workers)
+    with envs, training:
+        for step in range(training.start, config.steps):
             t_step = time.perf_counter()
-            played, times = collect_rollouts(
-                envs,
-                backend,
-                chat,
-                params,
-                seed=config.seed + step * config.num_episodes + mine.start,
-                options=options,
-                system_prompt=config.system_prompt,
-                max_tokens=max_context,
-            )
-            backend.sleep()  # a vLLM engine gives its memory back for the update
+            played, times = training.rollouts(envs, step)
+            training.backend.sleep()  # a vLLM engine gives its memory back for the update
             # A crashed env's episode says nothing; one cut before its first reply has no turn.
             episodes = [e for e in played if e.error is None and e.turns]
             t_update = time.perf_counter()
             losses = {}
             if dist.all_sum(len(episodes)):
                 losses = ppo_update(
-                    model, head, optimizer, episodes, config, tokenizer.pad_token_id, dist
+                    model, head, optimizer, episodes, config, training.tokenizer.pad_token_id, dist
                 )
-            backend.sync_weights(model)
+            training.backend.sync_weights(model)
             update_s = time.perf_counter() - t_update
             metrics = {
                 **rollout_metrics(dist, played, times, config.learning_rate),
@@ -373,29 +317,9 @@ def train(config: PPOConfig) -> dict[str, Any]:
                 "update/trained_episodes": dist.all_sum(len(episodes)),
                 "time/step_s": time.perf_counter() - t_step,
             }
-            done = step + 1
-            scores, files = save_and_evaluate(
-                run,
-                config,
-                dist,
-                done,
-                model=model,
-                tokenizer=tokenizer,
-                optimizer=optimizer,
-                extra={"value_head": head.state_dict()},  # trainer state, not the agent
-                evaluate=partial(
-                    evaluate_step, config=config, out_dir=run.out_dir, device=dist.device
-                ),
-            )
-            metrics.update(scores)
-            evals += files
-            if dist.is_main:
-                run_log.log(done, metrics)
-            history.append(metrics)
-            progress.update(done, metrics)
-    backend.close()
-    dist.close()
-    return run_summary(run, config, history, evals)
+            # The critic is trainer state, not the agent: the checkpoint keeps it apart.
+            training.end_step(step + 1, metrics, extra={"value_head": head.state_dict()})
+    return training.finish()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -66,6 +66,8 @@ LEVELS = ("easy", "medium", "hard")
 class SelfPlayConfig(RunOptions):
     """SPIRAL-style self-play on a game, against itself and past checkpoints."""
 
+    per_step_option = "games_per_step"
+
     game: str = option("tictactoe", "the game to play", tuple(GAMES))
     game_kwargs: JsonObject = option(
         {}, "the game's constructor kwargs as JSON, e.g. '{\"num_players\": 3}'"
@@ -113,8 +115,6 @@ class SelfPlayConfig(RunOptions):
             problems.append(f"--eval-levels takes a comma list of {', '.join(LEVELS)}")
         if self.eval_every and self.eval_episodes < 1:
             problems.append("--eval-episodes must be >= 1")
-        if self.eval_every and self.seed + self.steps * self.games_per_step > self.eval_seed:
-            problems.append("training seeds would reach --eval-seed; raise --eval-seed")
         return problems
 
     @property
@@ -257,65 +257,29 @@ def _summaries(seats: Sequence[SeatEpisode], vs_pool: Sequence[bool]) -> list[tu
 def train(config: SelfPlayConfig) -> dict[str, Any]:
     """Run ``config``; returns the summary (final rates, baselines, paths).
     Under torchrun every rank runs this; rank 0 writes the run folder."""
-    import gymnasium as gym
-    import torch
-
-    from envgym.evaluation.inputs import make_evaluation_env
     from envgym.registry import get_spec, load_entry_point
     from envgym.trainers.common.checkpoint import load_weights
-    from envgym.trainers.common.distributed import init_distributed
-    from envgym.trainers.common.generation import SamplingParams, TransformersBackend
-    from envgym.trainers.common.policy import load_policy, make_backend
-    from envgym.trainers.common.progress import TrainProgress
-    from envgym.trainers.common.run import (
-        open_log,
-        open_run,
-        resume_or_warm_up,
-        run_summary,
-        save_and_evaluate,
-        seed_everything,
-    )
+    from envgym.trainers.common.generation import TransformersBackend
+    from envgym.trainers.common.run import start_training
     from envgym.trainers.common.selfplay_rollout import play_games
-    from envgym.trainers.common.tokenization import ChatTokenizer
     from envgym.trainers.common.update import policy_update
 
     game_cls = load_entry_point(get_spec(config.env).entry_point).game_cls
-    make_evaluation_env(config.env, {**config.game_kwargs, "difficulty": "easy"}).close()
-    dist = init_distributed(config.device)
-    my_games = dist.shard(config.games_per_step, "--games-per-step")
-    device = dist.device
-    run = open_run(config, "selfplay", config.env)
-    seed_everything(config.seed, config.torch_threads)
-    model, tokenizer = load_policy(config.model, config.seed, device)
-    chat = ChatTokenizer(tokenizer)
-    params = SamplingParams(config.temperature, config.top_p, 0, config.max_new_tokens)
-    max_context = config.max_context or getattr(model.config, "max_position_embeddings", None)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
-    baseline = RoleBaseline(config.baseline_decay)
-    saved = resume_or_warm_up(
+    training = start_training(
         config,
-        run,
-        dist,
-        model=model,
-        optimizer=optimizer,
-        chat=chat,
-        make_env=lambda: gym.make(config.env, difficulty="easy", **config.game_kwargs),
+        "selfplay",
+        (config.env, {**config.game_kwargs, "difficulty": "easy"}),  # checked, warmed up on
         history=config.history,
     )
-    start = saved["step"] if saved else 0
+    dist, model, optimizer = training.dist, training.model, training.optimizer
+    tokenizer, chat, backend = training.tokenizer, training.chat, training.backend
+    run, my_games, saved = training.run, training.mine, training.saved
+    baseline = RoleBaseline(config.baseline_decay)
     baseline.values = dict(saved["extra"]["baselines"]) if saved else {}
     pool_paths: list[str] = list(saved["extra"]["pool"]) if saved else []
     pool = [copy.deepcopy(model).eval() for _ in pool_paths]
     for path, snapshot in zip(pool_paths, pool, strict=True):
         load_weights(Path(path), snapshot)
-    backend = make_backend(
-        config.backend,
-        model,
-        tokenizer,
-        chat.stop_token_ids,
-        gpu_memory_utilization=config.vllm_gpu_memory_utilization,
-        seed=config.seed + dist.rank,
-    )
     # policy_update's UpdateOptions (GRPO's names): symmetric clipping, no KL term here.
     same = ("micro_batch_size", "update_epochs", "minibatches", "temperature", "loss_agg")
     update = SimpleNamespace(
@@ -326,14 +290,8 @@ def train(config: SelfPlayConfig) -> dict[str, Any]:
     )
     games = [game_cls(**config.game_kwargs) for _ in my_games]
     agents = games[0].possible_agents
-    logged: list[dict[str, float]] = []
-    evals: list[Path] = []
-    show = config.progress and dist.is_main
-    with (
-        open_log(run, config, dist, start) as run_log,
-        TrainProgress(config.steps, start, enabled=show) as progress,
-    ):
-        for step in range(start, config.steps):
+    with training:
+        for step in range(training.start, config.steps):
             t_step = time.perf_counter()
             seats = [seat_map(config, agents, len(pool), step, g) for g in my_games]
             backends = {"self": backend} | {
@@ -345,10 +303,10 @@ def train(config: SelfPlayConfig) -> dict[str, Any]:
                 seats,
                 backends,
                 chat,
-                params,
-                seeds=[config.seed + step * config.games_per_step + g for g in my_games],
+                training.params,
+                seeds=[training.first_seed(step) + k for k in range(len(my_games))],
                 system_prompt=config.system_prompt,
-                max_tokens=max_context,
+                max_tokens=training.max_context,
                 history=config.history,
             )
             backend.sleep()  # a vLLM engine gives its memory back for the update
@@ -402,29 +360,17 @@ def train(config: SelfPlayConfig) -> dict[str, Any]:
                 "update/trained_episodes": float(len(summaries)),
                 "time/step_s": time.perf_counter() - t_step,
             }
-            scores, files = save_and_evaluate(
-                run,
-                config,
-                dist,
+            training.end_step(
                 done,
-                model=model,
-                tokenizer=tokenizer,
-                optimizer=optimizer,
+                metrics,
                 extra={"baselines": dict(baseline.values), "pool": list(pool_paths)},
                 evaluate=lambda path, _done: evaluate_against_builtins(
-                    path, config, run.out_dir / "eval" / path.name, len(agents), device
+                    path, config, run.out_dir / "eval" / path.name, len(agents), dist.device
                 ),
             )
-            metrics |= scores
-            evals += files
-            if dist.is_main:
-                run_log.log(done, metrics)
-            logged.append(metrics)
-            progress.update(done, metrics)
-    backend.close()
-    dist.close()
-    last = logged[-1] if logged else {}
-    return run_summary(run, config, logged, evals) | {
+    summary = training.finish()
+    last = training.history[-1] if training.history else {}
+    return summary | {
         "baselines": ", ".join(f"{k} {v:+.3f}" for k, v in sorted(baseline.values.items())),
         **{
             k[5:]: v

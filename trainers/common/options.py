@@ -26,7 +26,7 @@ import json
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 from envgym.evaluation.inputs import json_object
 from envgym.trainers.common.policy import BACKENDS
@@ -87,6 +87,11 @@ def override_default(name: str, default: Any) -> Any:
 @dataclass
 class RunOptions:
     """What every trainer's run takes besides its algorithm's options."""
+
+    #: The option that counts what a step plays over every rank (tasks,
+    #: episodes or games; a trainer's config names its own). Step ``s`` plays
+    #: the seeds from ``seed + s * count``; the count must split over the ranks.
+    per_step_option: ClassVar[str] = ""
 
     model: str = option(
         "tiny", "a folder saved by save_pretrained, or 'tiny' (a small random model)"
@@ -155,7 +160,14 @@ class RunOptions:
             problems.append("--steps must be >= 1")
         if min(self.update_epochs, self.minibatches, self.micro_batch_size) < 1:
             problems.append("--update-epochs, --minibatches and --micro-batch-size must be >= 1")
+        if self.eval_every and self.seed + self.steps * self.per_step > self.eval_seed:
+            problems.append("training seeds would reach --eval-seed; raise --eval-seed")
         return problems
+
+    @property
+    def per_step(self) -> int:
+        """What a step plays over every rank (the `per_step_option`; 0 when none is named)."""
+        return int(getattr(self, self.per_step_option)) if self.per_step_option else 0
 
 
 @dataclass
@@ -178,6 +190,10 @@ class EnvRunOptions(RunOptions):
         if self.difficulty:
             kwargs["difficulty"] = self.difficulty
         return self.env, kwargs
+
+    def reset_options(self) -> dict[str, Any] | None:
+        """The options every episode resets with: the ``task_id``, when one is set."""
+        return {"task_id": self.task_id} if self.task_id else None
 
 
 def resumable_options(cls: type[RunOptions]) -> frozenset[str]:

@@ -10,6 +10,20 @@ the episode and rollout charts over every rank's episodes; `save_and_evaluate`
 checkpoints and evaluates when due; `run_summary` and `run_main` end a run
 and make ``python -m envgym.trainers.<name>``. A trainer's config is a
 `RunOptions` (`envgym.trainers.common.options`).
+
+A trainer's ``train`` uses them through two calls around its own loop:
+`start_training` (the setup, returning a `Training`) and `Training.end_step`
+(each step's tail)::
+
+    training = start_training(config, "grpo", config.env_source())
+    with envs, training:
+        for step in range(training.start, config.steps):
+            ...  # the algorithm's rollout, advantages and update
+            training.end_step(step + 1, metrics)
+    return training.finish()
+
+`Training.first_seed` is the one seeding rule: step ``s`` plays the seeds
+from ``seed + s * per_step``, each rank its share of them in order.
 """
 
 from __future__ import annotations
@@ -20,17 +34,20 @@ import random
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
 from envgym.trainers.common.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from envgym.trainers.common.distributed import Distributed
+from envgym.trainers.common.distributed import Distributed, init_distributed
+from envgym.trainers.common.generation import SamplingParams
 from envgym.trainers.common.options import RunOptions, parse_options, resume_conflicts
+from envgym.trainers.common.policy import load_policy, make_backend
 from envgym.trainers.common.progress import TrainProgress, print_summary
-from envgym.trainers.common.rollout import Episode, RolloutTimes
+from envgym.trainers.common.rollout import Episode, RolloutTimes, collect_rollouts
 from envgym.trainers.common.run_log import RunLog
 from envgym.trainers.common.tokenization import ChatTokenizer
 from envgym.trainers.common.warmup import format_warmup
@@ -39,6 +56,7 @@ Options = TypeVar("Options", bound=RunOptions)
 
 __all__ = [
     "RunDir",
+    "Training",
     "check_resume",
     "checkpoint_due",
     "eval_due",
@@ -50,6 +68,7 @@ __all__ = [
     "run_summary",
     "save_and_evaluate",
     "seed_everything",
+    "start_training",
 ]
 
 
@@ -268,3 +287,186 @@ def run_main(
         raise SystemExit(2) from None
     print_summary(title, summary)
     return 0
+
+
+@dataclass
+class Training:
+    """A trainer's run once `start_training` has set it up: what its loop
+    uses, and each step's tail (`end_step`). ``with training:`` opens the
+    run's log (rank 0) and progress display; `finish` ends the run."""
+
+    config: RunOptions
+    dist: Distributed
+    run: RunDir
+    #: This rank's share of the items a step plays (``config.per_step``).
+    mine: range
+    model: Any
+    tokenizer: Any
+    chat: ChatTokenizer
+    params: SamplingParams
+    #: The longest context an episode may reach (None: no limit known).
+    max_context: int | None
+    optimizer: Any
+    #: What the checkpoint this run resumes from saved; None in a new run.
+    saved: dict[str, Any] | None
+    backend: Any
+    #: The options every episode resets with.
+    options: dict[str, Any] | None
+    #: Every step's metrics so far, and the evaluation results files.
+    history: list[dict[str, float]] = field(default_factory=list)
+    evals: list[Path] = field(default_factory=list)
+    _open: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
+    _log: Any = field(default=None, repr=False)
+    _progress: Any = field(default=None, repr=False)
+
+    @property
+    def start(self) -> int:
+        """The first step to run: 0, or the step a resumed run saved."""
+        return self.saved["step"] if self.saved else 0
+
+    def __enter__(self) -> Training:
+        start, show = self.start, self.config.progress and self.dist.is_main
+        self._log = self._open.enter_context(open_log(self.run, self.config, self.dist, start))
+        self._progress = self._open.enter_context(
+            TrainProgress(self.config.steps, start, enabled=show)
+        )
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        return self._open.__exit__(*exc)
+
+    def first_seed(self, step: int) -> int:
+        """The seed of this rank's first item in ``step``: step ``s`` plays the
+        seeds from ``seed + s * per_step``, each rank its share of them in order."""
+        return self.config.seed + step * self.config.per_step + self.mine.start
+
+    def rollouts(self, envs: Any, step: int) -> tuple[list[Episode], RolloutTimes]:
+        """Step ``step``'s episodes, one in each env of ``envs`` (a
+        `TextVectorEnv`) from `first_seed` on: `collect_rollouts` with this
+        run's backend, sampling, reset options, system prompt and context limit."""
+        return collect_rollouts(
+            envs,
+            self.backend,
+            self.chat,
+            self.params,
+            seed=self.first_seed(step),
+            options=self.options,
+            system_prompt=self.config.system_prompt,
+            max_tokens=self.max_context,
+        )
+
+    def end_step(
+        self,
+        done: int,
+        metrics: dict[str, float],
+        *,
+        extra: Mapping[str, Any] | None = None,
+        evaluate: Callable[[Path, int], tuple[dict[str, float], list[Path]]] | None = None,
+    ) -> None:
+        """The tail of step ``done``: save a checkpoint (with the trainer's
+        ``extra`` state) and evaluate when due (`save_and_evaluate`;
+        ``evaluate`` defaults to `evaluate_step` on the trained env), add the
+        scores to ``metrics``, log them on rank 0 and advance the progress."""
+        if evaluate is None:
+            from envgym.trainers.common.evaluation import evaluate_step
+
+            evaluate = partial(
+                evaluate_step, config=self.config, out_dir=self.run.out_dir, device=self.dist.device
+            )
+        scores, files = save_and_evaluate(
+            self.run,
+            self.config,
+            self.dist,
+            done,
+            model=self.model,
+            tokenizer=self.tokenizer,
+            optimizer=self.optimizer,
+            extra=extra,
+            evaluate=evaluate,
+        )
+        metrics.update(scores)
+        self.evals += files
+        if self.dist.is_main:
+            self._log.log(done, metrics)
+        self.history.append(metrics)
+        self._progress.update(done, metrics)
+
+    def finish(self) -> dict[str, Any]:
+        """Close the backend and torch.distributed; the run's summary (`run_summary`)."""
+        self.backend.close()
+        self.dist.close()
+        return run_summary(self.run, self.config, self.history, self.evals)
+
+
+def start_training(
+    config: RunOptions,
+    name: str,
+    env: tuple[str, dict[str, Any]],
+    *,
+    options: dict[str, Any] | None = None,
+    history: bool = True,
+    optimizer: Callable[[Any], Any] | None = None,
+) -> Training:
+    """Set up a run of the trainer ``name`` on ``env`` (an env id and its
+    constructor kwargs), in this order: check the env (an unknown id or bad
+    kwargs fail here), start torch.distributed under torchrun and take this
+    rank's share of the step's items (``config.per_step``, which must split
+    over the ranks), open the run folder (`open_run`), seed (`seed_everything`),
+    load the policy and its tokenizer, build the optimizer (``optimizer(model)``;
+    by default AdamW over the model's parameters), resume or run the format
+    warm-up on ``env`` (`resume_or_warm_up`; episodes reset with ``options``,
+    prompted with their ``history``) and make the generation backend."""
+    import gymnasium as gym
+    import torch
+
+    from envgym.evaluation.inputs import make_evaluation_env
+
+    env_id, env_kwargs = env
+    make_evaluation_env(env_id, env_kwargs).close()
+    dist = init_distributed(config.device)
+    flag = "--" + config.per_step_option.replace("_", "-")
+    mine = dist.shard(config.per_step, flag)  # a count that does not split fails here
+    run = open_run(config, name, env_id)
+    seed_everything(config.seed, config.torch_threads)
+    model, tokenizer = load_policy(config.model, config.seed, dist.device)
+    chat = ChatTokenizer(tokenizer)
+    params = SamplingParams(config.temperature, config.top_p, 0, config.max_new_tokens)
+    max_context = config.max_context or getattr(model.config, "max_position_embeddings", None)
+    if optimizer is None:
+        built = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
+    else:
+        built = optimizer(model)
+    saved = resume_or_warm_up(
+        config,
+        run,
+        dist,
+        model=model,
+        optimizer=built,
+        chat=chat,
+        make_env=lambda: gym.make(env_id, **env_kwargs),
+        options=options,
+        history=history,
+    )
+    backend = make_backend(
+        config.backend,
+        model,
+        tokenizer,
+        chat.stop_token_ids,
+        gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+        seed=config.seed + dist.rank,
+    )
+    return Training(
+        config=config,
+        dist=dist,
+        run=run,
+        mine=mine,
+        model=model,
+        tokenizer=tokenizer,
+        chat=chat,
+        params=params,
+        max_context=max_context,
+        optimizer=built,
+        saved=saved,
+        backend=backend,
+        options=options,
+    )
