@@ -269,3 +269,22 @@ def test_privileged_data_is_never_sent() -> None:
         assert secret not in received
         assert json.dumps(secret)[1:-1] not in received
     assert "privileged" not in received
+
+
+@pytest.mark.parametrize(
+    ("env_id", "reply"),
+    [("envgym/Sokoban-v0", "<answer>Up</answer>"), ("envgym/TicTacToe-v0", "<answer>5</answer>")],
+)
+def test_envs_without_tools_are_played_with_act(env_id: str, reply: str) -> None:
+    env = gym.make(env_id)
+    first, _ = env.reset(seed=3)
+    obs, reward, *_ = env.step(reply)
+
+    async def main() -> None:
+        async with over_stdio(env_id) as session:
+            assert {t.name for t in (await session.list_tools()).tools} == {"reset", "act"}
+            assert text_of(await session.call_tool("reset", {"seed": 3})) == first
+            result = await session.call_tool("act", {"reply": reply})
+            assert (text_of(result), result.structured_content["reward"]) == (obs, reward)
+
+    anyio.run(main)

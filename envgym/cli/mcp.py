@@ -51,6 +51,7 @@ def add_commands(sub: Any) -> None:
 
 
 def run_mcp_serve(args: argparse.Namespace) -> int:
+    """Serve until the client closes stdio, or until Ctrl+C / SIGTERM on HTTP."""
     if args.transport == "stdio" and (args.port is not None or args.uds is not None):
         raise UserError("--port and --uds are for --transport http; stdio needs neither")
     env_id = resolve_env_id(args.env_id)
@@ -73,8 +74,8 @@ def run_mcp_serve(args: argparse.Namespace) -> int:
         # stdout is the protocol only on stdio; here it is the place to say where we listen.
         print(f"envgym mcp: serving {env_id} at {address}/mcp (Ctrl+C stops)", flush=True)
 
-    app = server.http_app(host=args.host, uds=args.uds is not None)
     try:
+        app = server.http_app(host=args.host, uds=args.uds is not None)
         http = app_server(
             app,
             host=args.host,
@@ -82,7 +83,7 @@ def run_mcp_serve(args: argparse.Namespace) -> int:
             uds=args.uds,
             on_ready=ready,
         )
-    except ListenError as exc:
+    except (MissingExtra, ListenError) as exc:
         raise UserError(str(exc)) from None
     http.run()
     print("envgym mcp: stopped", file=sys.stderr)

@@ -32,7 +32,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from envgym.extras import require
+from envgym.extras import require, require_all
 from envgym.remote.config import ServerStartError
 from envgym.remote.protocol import public_info, to_jsonable
 from envgym.remote.sessions import make_env
@@ -103,7 +103,7 @@ class EnvMcpServer:
     `ServerStartError` here, before anything listens."""
 
     def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> None:
-        require("mcp", extra="mcp", purpose="`envgym mcp serve`")
+        require_all(["mcp", "jsonschema"], extra="mcp", purpose="`envgym mcp serve`")
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
         probe = make_env(env_id, self.env_kwargs)
@@ -276,6 +276,7 @@ class EnvMcpServer:
         """The streamable-HTTP app (endpoint ``/mcp``). DNS-rebinding protection
         stays on for TCP; on a Unix socket (owner-only) it is off, since clients
         there send no port in their Host header."""
+        require("uvicorn", extra="mcp", purpose="`envgym mcp serve --transport http`")
         from mcp.server.transport_security import TransportSecuritySettings
 
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False) if uds else None
