@@ -219,6 +219,15 @@ class EnvMcpServer:
             )
 
     def _session(self, ctx: Any) -> EnvSession:
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        if ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            # Without the handshake each request is a connection of its own, so
+            # an episode could not outlive one call.
+            raise ToolError(
+                f"protocol version {ctx.session.protocol_version} has no sessions, and an "
+                "episode lives in one; connect with initialize (an earlier protocol version)"
+            )
         connection = _connection(ctx)
         session = self._sessions.get(connection)
         if session is None:
