@@ -6,6 +6,7 @@
     envgym eval ID --agent oracle --episodes 20 --out results.json
     envgym baselines                     random and oracle agents on every env
     envgym serve ID --port 8000          serve an env over WebSocket (OpenEnv protocol)
+    envgym mcp serve ID                  serve an env's tools as an MCP server (stdio or HTTP)
     envgym sandbox doctor                which code sandboxes work here
     envgym leaderboard serve --db lb.db  a leaderboard that replays what it is sent
     envgym submit results.json --server URL --token T
@@ -29,7 +30,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from envgym.cli import envs, evaluate, leaderboard, sandbox, serve, train
+from envgym.cli import envs, evaluate, leaderboard, mcp, sandbox, serve, train
 from envgym.cli.arguments import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
 from envgym.evaluation import EvaluationError, ResultsFileError
 from envgym.registry import (
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_commands(sub)
     add_env_commands(sub)
     serve.add_commands(sub)
+    mcp.add_commands(sub)
     sandbox.add_commands(sub)
     leaderboard.add_commands(sub)
     train.add_commands(sub)
