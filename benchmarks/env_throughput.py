@@ -20,6 +20,13 @@ catalogue, build its search index and load the index from the disk cache in
 a fresh process. Ids whose data is not on this machine (WebShop-v0) are left
 out.
 
+A tool-world section follows (Retail-v0, Airline-v0: every id tagged
+``customer-service``): per difficulty, over whole oracle episodes (the gold
+dialogue: questions, lookups, confirmations, writes, the closing message,
+graded at the end), reset and step latency percentiles, the store's size, and
+the latency of ``snapshot()`` and ``restore()`` taken mid-episode (each a copy
+of the SQLite store by value).
+
     python benchmarks/env_throughput.py            # every id, every difficulty
     python benchmarks/env_throughput.py --quick    # fewer samples
     python benchmarks/env_throughput.py --ids envgym/Shop-v0 --shop-sizes 50000 500000
@@ -192,6 +199,75 @@ def shop_section(resets: int, sizes: list[int]) -> dict[str, object]:
     }
 
 
+def measure_tool_world(env_id: str, level: str, episodes: int) -> dict[str, object]:
+    """Latencies (ms) of one tool world at one level over `episodes` oracle episodes:
+    resets, steps (every reply of the gold dialogue), and snapshot/restore mid-episode."""
+    from envgym.envs.toolworld.oracle import ToolWorldOracle
+
+    env = gym.make(env_id, difficulty=level)
+    world = env.unwrapped
+    world.reset(seed=0)  # the world is built once per process
+    clock = time.perf_counter
+    resets, steps, snapshots, restores, rows = [], [], [], [], []
+    for seed in range(episodes):
+        start = clock()
+        obs, info = env.reset(seed=seed)
+        resets.append((clock() - start) * 1000)
+        rows.append(world.store.count() if seed < 5 else rows[-1])
+        oracle = ToolWorldOracle(world)
+        done, turn = False, 0
+        while not done:
+            reply = oracle.act(obs, info)
+            start = clock()
+            obs, _, terminated, truncated, info = env.step(reply)
+            steps.append((clock() - start) * 1000)
+            done = terminated or truncated
+            turn += 1
+            if turn == 2 and not done:
+                start = clock()
+                state = world.snapshot()
+                snapshots.append((clock() - start) * 1000)
+                start = clock()
+                world.restore(state)
+                restores.append((clock() - start) * 1000)
+        if not info["success"]:
+            raise RuntimeError(f"{env_id} {level} seed {seed}: the oracle failed, {info['grade']}")
+    return {
+        "env": env_id,
+        "difficulty": level,
+        "store_rows": int(statistics.median(rows)),
+        "reset_p50_ms": percentile(resets, 50),
+        "reset_p99_ms": percentile(resets, 99),
+        "step_p50_ms": percentile(steps, 50),
+        "step_p99_ms": percentile(steps, 99),
+        "snapshot_p50_ms": percentile(snapshots, 50),
+        "restore_p50_ms": percentile(restores, 50),
+    }
+
+
+def tool_world_section(specs: list, episodes: int) -> list[dict[str, object]]:
+    """The tool-world rows: every id tagged "customer-service", every level."""
+    records = []
+    for spec in specs:
+        if "customer-service" not in spec.tags:
+            continue
+        if not records:
+            print(f"\nTool worlds: {episodes} oracle episodes per row, latencies in ms")
+            print(
+                f"{'env':22} {'level':7} {'rows':>6} {'reset p50':>9} {'p99':>7} "
+                f"{'step p50':>9} {'p99':>7} {'snapshot':>9} {'restore':>8}"
+            )
+        for level in spec.difficulties:
+            r = measure_tool_world(spec.id, level, episodes)
+            records.append(r)
+            print(
+                f"{spec.id:22} {level:7} {r['store_rows']:>6,} {r['reset_p50_ms']:>9.3f} "
+                f"{r['reset_p99_ms']:>7.3f} {r['step_p50_ms']:>9.3f} {r['step_p99_ms']:>7.3f} "
+                f"{r['snapshot_p50_ms']:>9.3f} {r['restore_p50_ms']:>8.3f}"
+            )
+    return records
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=100_000, help="steps per measurement")
@@ -276,9 +352,10 @@ def main(argv: list[str] | None = None) -> int:
     shop = None
     if any(spec.id == "envgym/Shop-v0" for spec in specs):
         shop = shop_section(args.resets, args.shop_sizes)
+    tool_worlds = tool_world_section(specs, max(20, args.resets // 5))
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"envs": records, "shop": shop}, fh, indent=2)
+            json.dump({"envs": records, "shop": shop, "tool_worlds": tool_worlds}, fh, indent=2)
     return 0
 
 
