@@ -39,6 +39,7 @@ from envgym.envs.toolworld.task import Task, canonical_call, normalize
 from envgym.envs.toolworld.tools import Tool, call_tool, tool_schemas
 from envgym.envs.toolworld.user import SimulatedUser
 from envgym.parsing import parse_tool_calls, strip_think
+from envgym.text import OBSERVATION_MAX_LENGTH, quote_for_feedback
 
 __all__ = ["Domain", "ToolWorldEnv", "ToolWorldPreset", "MESSAGE_LIMIT", "CALLS_PER_TURN"]
 
@@ -229,15 +230,18 @@ class ToolWorldEnv(TextEnv):
             self._tool_calls += 1
             if tool is None:
                 names = ", ".join(t.name for t in self.domain.all_tools)
-                results.append(f"Error: there is no tool {call.name!r}; the tools are {names}.")
+                results.append(
+                    f"Error: there is no tool {quote_for_feedback(call.name)}; "
+                    f"the tools are {names}."
+                )
                 valid = False
                 continue
             if tool is TRANSFER_TOOL:
                 self._transferred = True
                 results.append("You have transferred the user to a human agent.")
-                return self._end("\n".join(_wrap(r) for r in results), valid=valid)
+                return self._end(_wrap_all(results), valid=valid)
             results.append(self._call(tool, call.arguments))
-        observation = "\n".join(_wrap(r) for r in results)
+        observation = _wrap_all(results)
         if last_turn:
             return self._end(observation, valid=valid)
         return Turn(observation, {}, action_valid=valid)
@@ -374,3 +378,16 @@ class ToolWorldEnv(TextEnv):
 
 def _wrap(result: str) -> str:
     return f"<tool_response>\n{result}\n</tool_response>"
+
+
+def _wrap_all(results: Sequence[str]) -> str:
+    """The results of one reply's calls, each in its tags; when together they would
+    pass `OBSERVATION_MAX_LENGTH`, each is cut to an equal share, with a note."""
+    text = "\n".join(_wrap(r) for r in results)
+    if len(text) <= OBSERVATION_MAX_LENGTH:
+        return text
+    note = " ... [cut: {} results share one observation]"
+    share = OBSERVATION_MAX_LENGTH // len(results) - len(_wrap("")) - len(note) - 8
+    return "\n".join(
+        _wrap(r if len(r) <= share else r[:share] + note.format(len(results))) for r in results
+    )
