@@ -34,10 +34,12 @@ import numpy as np
 
 from envgym.arguments import match_task_id, setting
 from envgym.core import Preset, TextEnv, Turn
+from envgym.envs.toolworld.llm_user import LLMUser, parse_user_spec
 from envgym.envs.toolworld.store import Store
 from envgym.envs.toolworld.task import Task, canonical_call, normalize
 from envgym.envs.toolworld.tools import Tool, call_tool, tool_schemas
 from envgym.envs.toolworld.user import SimulatedUser
+from envgym.extras import require
 from envgym.parsing import parse_tool_calls, strip_think
 from envgym.text import OBSERVATION_MAX_LENGTH, quote_for_feedback
 
@@ -157,6 +159,7 @@ class ToolWorldEnv(TextEnv):
         world_seed: int | None = None,
         max_turns: int | None = None,
         render_mode: str | None = None,
+        user: str = "scripted",
     ) -> None:
         super().__init__(
             difficulty=difficulty,
@@ -164,9 +167,15 @@ class ToolWorldEnv(TextEnv):
             world_seed=world_seed,
             max_turns=max_turns,
         )
+        #: Who plays the user: "scripted" (the default, deterministic) or
+        #: "openai:URL#MODEL" (an LLM, `llm_user.py`).
+        self.user_spec = user
+        self._llm_user = parse_user_spec(user)
+        if self._llm_user is not None:
+            require("httpx", extra="agents", purpose="the LLM user (user='openai:URL#MODEL')")
         self.store: Store | None = None
         self.task: Task | None = None
-        self.user: SimulatedUser | None = None
+        self.user: SimulatedUser | LLMUser | None = None
 
     # ------------------------------------------------------------------ reset
     def _new_task(self, options: dict[str, Any]) -> str:
@@ -188,7 +197,12 @@ class ToolWorldEnv(TextEnv):
         rng = np.random.default_rng([task_seed, 7])
         self.task = self.domain.make_task(self.store, rng, self.difficulty, self.task_id)
         self._initial = self.store.to_bytes()
-        self.user = SimulatedUser(self.task, self.domain.askable, seed=task_seed)
+        if self.user is not None and hasattr(self.user, "close"):
+            self.user.close()
+        if self._llm_user is None:
+            self.user = SimulatedUser(self.task, self.domain.askable, seed=task_seed)
+        else:
+            self.user = LLMUser(self.task, task_seed, *self._llm_user)
         self._done = [False] * len(self.task.actions)
         self._authenticated: str | None = None
         self._confirmations = 0
@@ -374,6 +388,11 @@ class ToolWorldEnv(TextEnv):
 
     def _render_text(self) -> str:
         return self._last_obs
+
+    def close(self) -> None:
+        if self.user is not None and hasattr(self.user, "close"):
+            self.user.close()
+        super().close()
 
 
 def _wrap(result: str) -> str:
