@@ -242,6 +242,10 @@ class ToolWorldEnv(TextEnv):
         for call in calls:
             tool = self.domain.tool(call.name)
             self._tool_calls += 1
+            if tool is None and call.name == "respond":
+                results.append("Error: respond must be the only call in a reply; it was not sent.")
+                valid = False
+                continue
             if tool is None:
                 names = ", ".join(t.name for t in self.domain.all_tools)
                 results.append(
