@@ -138,7 +138,12 @@ def _world_bytes(build_world: Callable[[int], Store], world_seed: int) -> bytes:
 
 
 class ToolWorldEnv(TextEnv):
-    """The base of the tool worlds; a domain's env sets `domain` and its manual."""
+    """The base of the tool worlds; a domain's env sets `domain` and its manual.
+
+    ``user`` picks who plays the user: ``"scripted"`` (the default: the
+    deterministic `SimulatedUser`) or ``"openai:URL#MODEL"`` (a model behind an
+    OpenAI-compatible server, `LLMUser`; needs the ``agents`` extra).
+    """
 
     domain: ClassVar[Domain]
     presets = PRESETS
