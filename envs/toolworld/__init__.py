@@ -4,6 +4,7 @@ Airline-v0). `ToolWorldEnv` runs and grades the conversation; a domain supplies
 its store, tools, policy and tasks (docs/guides/tool-world.md)."""
 
 from envgym.envs.toolworld.env import Domain, ToolWorldEnv, ToolWorldPreset
+from envgym.envs.toolworld.llm_user import LLMUser, LLMUserError
 from envgym.envs.toolworld.store import Store
 from envgym.envs.toolworld.task import Action, Fact, Task
 from envgym.envs.toolworld.tools import Tool, ToolError
@@ -13,6 +14,8 @@ __all__ = [
     "Action",
     "Domain",
     "Fact",
+    "LLMUser",
+    "LLMUserError",
     "SimulatedUser",
     "Store",
     "Task",

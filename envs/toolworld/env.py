@@ -34,11 +34,14 @@ import numpy as np
 
 from envgym.arguments import match_task_id, setting
 from envgym.core import Preset, TextEnv, Turn
+from envgym.envs.toolworld.llm_user import LLMUser, parse_user_spec
 from envgym.envs.toolworld.store import Store
 from envgym.envs.toolworld.task import Task, canonical_call, normalize
 from envgym.envs.toolworld.tools import Tool, call_tool, tool_schemas
 from envgym.envs.toolworld.user import SimulatedUser
+from envgym.extras import require
 from envgym.parsing import parse_tool_calls, strip_think
+from envgym.text import OBSERVATION_MAX_LENGTH, quote_for_feedback
 
 __all__ = ["Domain", "ToolWorldEnv", "ToolWorldPreset", "MESSAGE_LIMIT", "CALLS_PER_TURN"]
 
@@ -135,7 +138,12 @@ def _world_bytes(build_world: Callable[[int], Store], world_seed: int) -> bytes:
 
 
 class ToolWorldEnv(TextEnv):
-    """The base of the tool worlds; a domain's env sets `domain` and its manual."""
+    """The base of the tool worlds; a domain's env sets `domain` and its manual.
+
+    ``user`` picks who plays the user: ``"scripted"`` (the default: the
+    deterministic `SimulatedUser`) or ``"openai:URL#MODEL"`` (a model behind an
+    OpenAI-compatible server, `LLMUser`; needs the ``agents`` extra).
+    """
 
     domain: ClassVar[Domain]
     presets = PRESETS
@@ -156,6 +164,7 @@ class ToolWorldEnv(TextEnv):
         world_seed: int | None = None,
         max_turns: int | None = None,
         render_mode: str | None = None,
+        user: str = "scripted",
     ) -> None:
         super().__init__(
             difficulty=difficulty,
@@ -163,9 +172,15 @@ class ToolWorldEnv(TextEnv):
             world_seed=world_seed,
             max_turns=max_turns,
         )
+        #: Who plays the user: "scripted" (the default, deterministic) or
+        #: "openai:URL#MODEL" (an LLM, `llm_user.py`).
+        self.user_spec = user
+        self._llm_user = parse_user_spec(user)
+        if self._llm_user is not None:
+            require("httpx", extra="agents", purpose="the LLM user (user='openai:URL#MODEL')")
         self.store: Store | None = None
         self.task: Task | None = None
-        self.user: SimulatedUser | None = None
+        self.user: SimulatedUser | LLMUser | None = None
 
     # ------------------------------------------------------------------ reset
     def _new_task(self, options: dict[str, Any]) -> str:
@@ -187,7 +202,12 @@ class ToolWorldEnv(TextEnv):
         rng = np.random.default_rng([task_seed, 7])
         self.task = self.domain.make_task(self.store, rng, self.difficulty, self.task_id)
         self._initial = self.store.to_bytes()
-        self.user = SimulatedUser(self.task, self.domain.askable, seed=task_seed)
+        if self.user is not None and hasattr(self.user, "close"):
+            self.user.close()
+        if self._llm_user is None:
+            self.user = SimulatedUser(self.task, self.domain.askable, seed=task_seed)
+        else:
+            self.user = LLMUser(self.task, task_seed, *self._llm_user)
         self._done = [False] * len(self.task.actions)
         self._authenticated: str | None = None
         self._confirmations = 0
@@ -227,17 +247,24 @@ class ToolWorldEnv(TextEnv):
         for call in calls:
             tool = self.domain.tool(call.name)
             self._tool_calls += 1
+            if tool is None and call.name == "respond":
+                results.append("Error: respond must be the only call in a reply; it was not sent.")
+                valid = False
+                continue
             if tool is None:
                 names = ", ".join(t.name for t in self.domain.all_tools)
-                results.append(f"Error: there is no tool {call.name!r}; the tools are {names}.")
+                results.append(
+                    f"Error: there is no tool {quote_for_feedback(call.name)}; "
+                    f"the tools are {names}."
+                )
                 valid = False
                 continue
             if tool is TRANSFER_TOOL:
                 self._transferred = True
                 results.append("You have transferred the user to a human agent.")
-                return self._end("\n".join(_wrap(r) for r in results), valid=valid)
+                return self._end(_wrap_all(results), valid=valid)
             results.append(self._call(tool, call.arguments))
-        observation = "\n".join(_wrap(r) for r in results)
+        observation = _wrap_all(results)
         if last_turn:
             return self._end(observation, valid=valid)
         return Turn(observation, {}, action_valid=valid)
@@ -371,6 +398,24 @@ class ToolWorldEnv(TextEnv):
     def _render_text(self) -> str:
         return self._last_obs
 
+    def close(self) -> None:
+        if self.user is not None and hasattr(self.user, "close"):
+            self.user.close()
+        super().close()
+
 
 def _wrap(result: str) -> str:
     return f"<tool_response>\n{result}\n</tool_response>"
+
+
+def _wrap_all(results: Sequence[str]) -> str:
+    """The results of one reply's calls, each in its tags; when together they would
+    pass `OBSERVATION_MAX_LENGTH`, each is cut to an equal share, with a note."""
+    text = "\n".join(_wrap(r) for r in results)
+    if len(text) <= OBSERVATION_MAX_LENGTH:
+        return text
+    note = " ... [cut: {} results share one observation]"
+    share = OBSERVATION_MAX_LENGTH // len(results) - len(_wrap("")) - len(note) - 8
+    return "\n".join(
+        _wrap(r if len(r) <= share else r[:share] + note.format(len(results))) for r in results
+    )

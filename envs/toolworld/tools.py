@@ -24,10 +24,20 @@ from typing import Any
 
 from envgym.text import to_ascii
 
-__all__ = ["Tool", "ToolError", "call_tool", "tool_schemas", "TOOL_RESULT_LIMIT"]
+__all__ = [
+    "Tool",
+    "ToolError",
+    "call_tool",
+    "clip_error",
+    "tool_schemas",
+    "TOOL_RESULT_LIMIT",
+    "ERROR_LIMIT",
+]
 
 #: The most characters of a tool's result the agent sees (the rest is cut with a note).
 TOOL_RESULT_LIMIT = 6_000
+#: The most characters of an error message (it may echo what the agent sent).
+ERROR_LIMIT = 500
 
 
 class ToolError(Exception):
@@ -91,8 +101,7 @@ class Tool:
 
         return jsonschema.Draft202012Validator(self.json_schema)
 
-    def check(self, arguments: Mapping[str, Any]) -> str | None:
-        """What is wrong with `arguments` for this tool, or None."""
+    def _problem(self, arguments: Mapping[str, Any]) -> str | None:
         errors = sorted(self._validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
         if not errors:
             return None
@@ -103,8 +112,25 @@ class Tool:
             return f"{error.message}; {self.name} takes: {allowed}."
         if error.validator == "required":
             return f"{error.message}; {self.name} needs: {', '.join(self.required_names)}."
-        prefix = f"argument {where!r}: " if where else ""
-        return f"{prefix}{error.message}."
+        where = f"argument {where!r}: " if where else ""
+        return f"{where}{error.message}."
+
+    def check(self, arguments: Mapping[str, Any]) -> str | None:
+        """What is wrong with `arguments` for this tool, or None (printable ASCII, at
+        most `ERROR_LIMIT` characters: a message may quote what the agent sent)."""
+        problem = self._problem(arguments)
+        return None if problem is None else clip_error(problem)
+
+
+def clip_error(text: str) -> str:
+    """An error message for the agent: printable ASCII, at most `ERROR_LIMIT`
+    characters (its start and its end, which says what to do, are kept)."""
+    text = to_ascii(text)
+    if len(text) <= ERROR_LIMIT:
+        return text
+    cut = " [...] "
+    head = (ERROR_LIMIT - len(cut)) * 2 // 3
+    return text[:head] + cut + text[-(ERROR_LIMIT - len(cut) - head) :]
 
 
 def tool_schemas(tools: Sequence[Tool]) -> list[dict[str, Any]]:
@@ -124,7 +150,7 @@ def call_tool(tool: Tool, store: Any, arguments: Mapping[str, Any]) -> tuple[boo
     try:
         data = tool.func(store, **arguments)
     except ToolError as exc:
-        return False, None, f"Error: {to_ascii(str(exc))}"
+        return False, None, f"Error: {clip_error(str(exc))}"
     text = data if isinstance(data, str) else json.dumps(data, sort_keys=True, default=str)
     text = to_ascii(text)
     if len(text) > TOOL_RESULT_LIMIT:

@@ -8,13 +8,13 @@ What it does, in this order (the docs' "The user" section says the same):
 2. When the message asks for confirmation (it says "confirm", "proceed",
    "shall I", "go ahead", ...), it agrees to each write still to do whose
    `Action.mentions` the message names, and to the forbidden request if the
-   message names that. A confirmation of its first choice, in a task with a
+   message names that without refusing it. A confirmation of its first choice, in a task with a
    change of mind, gets the change instead. Anything else asked for
    confirmation gets a "no" and the request again.
 3. When the message refuses its forbidden request (names it and says
    "cannot", "unable", "not allowed", ...), it accepts the refusal.
 4. For every fact the message asks for (a keyword of the domain's
-   vocabulary, e.g. "zip code"), it tells the fact if its task holds it, and
+   vocabulary, e.g. "zip code", in any case), it tells the fact if its task holds it, and
    otherwise says it does not know it: it never invents one.
 5. Anything else gets the request again; the third message in a row that
    moves nothing forward (a refused confirmation included) ends the
@@ -112,6 +112,15 @@ def asks_confirmation(text: str) -> bool:
     return any(cue in text for cue in CONFIRM_CUES)
 
 
+def refuses(text: str) -> bool:
+    """A normalized message says something cannot be done."""
+    return any(cue in text for cue in REFUSAL_CUES)
+
+
+def _names_forbidden(task: Task, text: str) -> bool:
+    return task.forbidden is not None and mentions_all(text, task.forbidden.mentions)
+
+
 @dataclass
 class UserReply:
     """The user's answer to one message."""
@@ -170,19 +179,15 @@ class SimulatedUser:
                     for i, action in enumerate(task.actions)
                     if not done[i] and mentions_all(text, action.mentions)
                 )
-                if task.forbidden is not None and mentions_all(text, task.forbidden.mentions):
+                if _names_forbidden(task, text) and not refuses(text):
                     confirmed += 1
                 refused = not confirmed
                 parts.append(pick(YES) if confirmed else f"{pick(NO)} {task.request}")
-        elif (
-            task.forbidden is not None
-            and mentions_all(text, task.forbidden.mentions)
-            and any(cue in text for cue in REFUSAL_CUES)
-        ):
+        elif _names_forbidden(task, text) and refuses(text):
             parts.append(pick(ACCEPT))
         unknown = []
         for name, words in self.askable.items():
-            if any(word in text for word in words):
+            if any(normalize(word) in text for word in words):
                 fact = task.fact(name)
                 if fact is None:
                     unknown.append(name.replace("_", " "))
