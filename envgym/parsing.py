@@ -255,20 +255,28 @@ def _tool_call_from_json(raw: str) -> tuple[ToolCall | None, str | None]:
     shape = 'Use {"name": "TOOL", "arguments": {...}}.'
     try:
         payload = json.loads(raw.strip())
-    except (json.JSONDecodeError, RecursionError) as exc:
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-        return None, f"The tool call is not valid JSON ({reason}). {shape}"
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        return None, f"The tool call is not valid JSON ({_json_problem(exc)}). {shape}"
     if not isinstance(payload, dict) or not isinstance(payload.get("name"), str):
         return None, f'The tool call needs a string "name". {shape}'
     arguments = payload.get("arguments", payload.get("parameters", {}))
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             return None, f'The tool call\'s "arguments" string is not JSON. {shape}'
     if not isinstance(arguments, dict):
         return None, f'The tool call\'s "arguments" must be a JSON object. {shape}'
     return ToolCall(payload["name"], arguments), None
+
+
+def _json_problem(exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    # json raises a plain ValueError for an integer past Python's digit limit.
+    return "a number is too long"
 
 
 #: Spellings of the four grid moves (lower case) -> canonical names.

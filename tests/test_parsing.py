@@ -95,6 +95,15 @@ def test_hermes_tool_calls():
         ('<tool_call>{"name": "a"', "not closed"),
         ("plain text", "No <tool_call>"),
         ("<tool_call>" + "[" * 100_000 + "</tool_call>", "tool call"),
+        # json raises a plain ValueError past Python's integer digit limit
+        (
+            '<tool_call>{"name": "a", "arguments": {"n": ' + "1" * 5000 + "}}</tool_call>",
+            "too long",
+        ),
+        (
+            '<tool_call>{"name": "a", "arguments": "{\\"n\\": ' + "1" * 5000 + '}"}</tool_call>',
+            "not JSON",
+        ),
     ],
 )
 def test_bad_tool_calls_explain_the_expected_shape(text, message):

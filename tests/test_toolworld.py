@@ -18,9 +18,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from toolworld_library import NEW_DUE, LibraryEnv
 
-from envgym.envs.toolworld import Store
+from envgym.envs.toolworld import Store, Tool
 from envgym.envs.toolworld.env import AMOUNTS_PER_MESSAGE, CALLS_PER_TURN, MESSAGE_LIMIT
 from envgym.envs.toolworld.oracle import ToolWorldOracle, gold_dialogue
+from envgym.envs.toolworld.task import canonical_call
+from envgym.envs.toolworld.tools import call_tool
 from envgym.text import ACTION_MAX_LENGTH
 
 
@@ -441,15 +443,29 @@ def test_respond_among_other_calls_says_it_must_be_alone():
     assert "respond must be the only call in a reply" in obs
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="envgym/parsing.py (outside the tool worlds) lets json's ValueError for an "
-    "integer of more than 4300 digits out of parse_tool_calls; the fix is to catch "
-    "ValueError in _tool_call_from_json",
-)
 def test_a_tool_call_with_a_huge_integer_gets_an_error():
     env, _, _ = start()
     reply = '<tool_call>{"name": "get_loans", "arguments": {"member_id": ' + "1" * 5000 + "}}"
     obs, *_ = env.step(reply + "</tool_call>")
     assert "not valid JSON" in obs
+
+
+def test_a_constraint_the_store_refuses_is_an_error_for_the_agent_not_a_crash():
+    store = Store("CREATE TABLE tags (tag TEXT PRIMARY KEY)")
+    tool = Tool(
+        "add_tag",
+        "Add a tag.",
+        {"tag": {"type": "string"}},
+        lambda s, tag: s.execute("INSERT INTO tags VALUES (?)", (tag,)),
+        writes=True,
+    )
+    assert call_tool(tool, store, {"tag": "a"})[0]
+    ok, _, text = call_tool(tool, store, {"tag": "a"})
+    assert not ok and "the store refused it" in text and "UNIQUE" in text
+
+
+def test_a_whole_float_names_the_same_gold_call_as_the_integer():
+    assert canonical_call("pay", {"amount": 2, "ids": ["b", "a"]}) == canonical_call(
+        "pay", {"amount": 2.0, "ids": ["a", "b"]}
+    )
+    assert canonical_call("pay", {"amount": 2.5}) != canonical_call("pay", {"amount": 2})

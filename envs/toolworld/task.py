@@ -142,6 +142,8 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, Sequence) and not isinstance(value, str):
         items = [_canonical(v) for v in value]
         return sorted(items, key=lambda v: json.dumps(v, sort_keys=True, default=str))
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # 2.0 and 2 name the same call
     return value
 
 

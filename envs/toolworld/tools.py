@@ -17,6 +17,7 @@ proven to be).
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -151,6 +152,8 @@ def call_tool(tool: Tool, store: Any, arguments: Mapping[str, Any]) -> tuple[boo
         data = tool.func(store, **arguments)
     except ToolError as exc:
         return False, None, f"Error: {clip_error(str(exc))}"
+    except sqlite3.Error as exc:  # a constraint the tool did not check first
+        return False, None, f"Error: {tool.name}: the store refused it ({clip_error(str(exc))})."
     text = data if isinstance(data, str) else json.dumps(data, sort_keys=True, default=str)
     text = to_ascii(text)
     if len(text) > TOOL_RESULT_LIMIT:
