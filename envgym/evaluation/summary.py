@@ -57,8 +57,12 @@ def mean_ci95(values: Sequence[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
-def wilson_ci95(successes: int, n: int) -> tuple[float, float]:
-    """The Wilson score 95% interval for a success rate of `successes` out of `n`."""
+def wilson_ci95(successes: float, n: int) -> tuple[float, float]:
+    """The Wilson score 95% interval for a success rate of `successes` out of `n`.
+
+    `successes` may be fractional: over seeds run several trials each, it is
+    the sum of the seeds' success rates, and `n` the number of seeds.
+    """
     if n < 1:
         raise ValueError("wilson_ci95 needs n >= 1")
     if not 0 <= successes <= n:
@@ -110,15 +114,29 @@ def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The ``summary`` block of a results file for these episode records.
 
     Where each seed ran more than once (records with ``trial``), it also
-    holds ``pass_k`` (`pass_k`); the other figures are over every episode.
+    holds ``pass_k`` (`pass_k`), and the intervals are over seeds: the trials
+    of one seed are not independent draws, so each seed counts once, with its
+    mean return and its success rate (more trials narrow them only as far as
+    they pin each seed down). The point figures are over every episode.
     """
     if not episodes:
         raise ValueError("summarize needs at least one episode")
     returns = [float(ep["return"]) for ep in episodes]
     successes = sum(1 for ep in episodes if ep["success"])
     n = len(episodes)
-    mean, low, high = mean_ci95(returns)
-    s_low, s_high = wilson_ci95(successes, n)
+    trials = any("trial" in ep for ep in episodes)
+    if trials:
+        by_seed: dict[int, list[Mapping[str, Any]]] = {}
+        for ep in episodes:
+            by_seed.setdefault(int(ep["seed"]), []).append(ep)
+        seed_returns = [statistics.fmean(float(e["return"]) for e in g) for g in by_seed.values()]
+        seed_rates = [sum(1 for e in g if e["success"]) / len(g) for g in by_seed.values()]
+        _, low, high = mean_ci95(seed_returns)
+        mean = statistics.fmean(returns)
+        s_low, s_high = wilson_ci95(min(math.fsum(seed_rates), len(by_seed)), len(by_seed))
+    else:
+        mean, low, high = mean_ci95(returns)
+        s_low, s_high = wilson_ci95(successes, n)
     summary: dict[str, Any] = {
         "episodes": n,
         "success_rate": successes / n,
@@ -127,6 +145,6 @@ def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "success_ci95": [s_low, s_high],
         "mean_turns": statistics.fmean(int(ep["turns"]) for ep in episodes),
     }
-    if any("trial" in ep for ep in episodes):
+    if trials:
         summary["pass_k"] = pass_k(episodes)
     return summary
