@@ -30,7 +30,7 @@ from envgym.evaluation import (
     write_results,
 )
 from envgym.evaluation.batch import evaluate_many
-from envgym.evaluation.summary import pass_k
+from envgym.evaluation.summary import mean_ci95, pass_k, wilson_ci95
 
 try:
     import fastapi
@@ -71,6 +71,20 @@ def test_pass_k_of_one_success_in_three_and_pass_1_is_the_success_rate():
 def test_pass_k_needs_the_same_number_of_trials_for_every_seed():
     with pytest.raises(ValueError, match="same number of trials"):
         pass_k(_episodes([[True, True], [True]]))
+
+
+def test_intervals_count_each_seed_once_however_many_trials():
+    """Trials of one seed are not independent draws: 2 seeds x 4 trials are 2
+    observations for the intervals, not 8, so more trials cannot narrow them
+    past what the seeds say."""
+    episodes = _episodes([[True] * 4, [True, False, True, False]])
+    summary = summarize(episodes)
+    assert summary["success_rate"] == 0.75 and summary["episodes"] == 8
+    assert summary["success_ci95"] == list(wilson_ci95(1.5, 2))
+    assert summary["ci95"] == list(mean_ci95([1.0, 0.5])[1:])
+    as_if_independent = wilson_ci95(6, 8)
+    low, high = summary["success_ci95"]
+    assert low < as_if_independent[0] and high >= as_if_independent[1]
 
 
 def test_a_single_trial_summary_has_no_pass_k():
