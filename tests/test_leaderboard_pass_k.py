@@ -66,6 +66,7 @@ def test_a_ticketed_run_of_three_trials_shows_pass_k(
     entry = listed[entry_id]
     assert entry["verified"] and entry["ticketed"] and entry["episodes"] == 60
     assert entry["trials"] == 3
+    assert entry["replies_label"] == "the random agent"  # its replies, trial by trial
     assert entry["pass_k"] == pytest.approx(claimed)
     state = httpx.get(f"{server.url}/api/submissions/{entry_id}", timeout=30).json()
     assert state["entry"]["pass_k"] == pytest.approx(claimed)
