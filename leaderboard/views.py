@@ -32,7 +32,7 @@ _LABEL_SAMPLE = 20
 
 
 #: What a page shows of an episode record besides its replies.
-_EPISODE_FIELDS = ("seed", "task_id", "rewards", "return", "success", "turns", "usage")
+_EPISODE_FIELDS = ("seed", "trial", "task_id", "rewards", "return", "success", "turns", "usage")
 
 
 def _bounded_view(episode: Mapping[str, Any], seen: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,10 @@ def test_a_ticketed_run_of_three_trials_shows_pass_k(
     assert f"pass^1..3 {shown}" in row
     seed = results["seed"]
     assert f"{seed}..{seed + 19}" in row and "x 3 trials" in row
+
+    trajectory = httpx.get(f"{server.url}/submissions/{entry_id}/episodes/4", timeout=30).text
+    assert re.search(r"<dt>seed</dt>\s*<dd>" + str(seed + 1), trajectory)
+    assert re.search(r"<dt>trial</dt>\s*<dd>1</dd>", trajectory)
 
     # A run of one trial on the same board shows as it always did.
     single = evaluate(ENV_ID, "random", episodes=2, seed=5, env_kwargs={"difficulty": "easy"})
