@@ -60,7 +60,8 @@ def test_a_ticketed_run_of_three_trials_shows_pass_k(
     assert results["trials"] == 3 and len(results["episodes"]) == 60
     assert claimed["1"] > claimed["3"]
     assert main(["submit", str(out), *board]) == 0
-    capsys.readouterr()
+    shown = "/".join(f"{claimed[k]:.2f}" for k in ("1", "2", "3"))
+    assert f"pass^1..3 {shown}" in capsys.readouterr().out
 
     listed = {e["id"]: e for e in httpx.get(f"{server.url}/api/results", timeout=30).json()}
     entry_id = max(i for i, e in listed.items() if e["submitter"] == name)
@@ -76,7 +77,6 @@ def test_a_ticketed_run_of_three_trials_shows_pass_k(
     ranked = page.partition('<table id="unranked-')[0]
     assert f'data-entry-id="{entry_id}"' in ranked  # 20 ticket seeds: it ranks like any run
     row = _row(page, entry_id)
-    shown = "/".join(f"{claimed[k]:.2f}" for k in ("1", "2", "3"))
     assert f"pass^1..3 {shown}" in row
     seed = results["seed"]
     assert f"{seed}..{seed + 19}" in row and "x 3 trials" in row
