@@ -134,6 +134,8 @@ def entry_from_results(results: dict[str, Any], entry_id: str, **extra: Any) -> 
         "success_ci95": _pair(summary.get("success_ci95")),
         "mean_return": float(summary["mean_return"]),
         "ci95": _pair(summary.get("ci95")),
+        "trials": results.get("trials"),
+        "pass_k": summary.get("pass_k"),
         "created_at": results.get("created_at"),
         "status": "accepted",
     }

@@ -149,6 +149,10 @@ class Submission(Base):
     success_ci95: Mapped[list[float] | None] = mapped_column(JSON)
     mean_return: Mapped[float | None] = mapped_column(Float)
     ci95: Mapped[list[float] | None] = mapped_column(JSON)
+    #: runs of each seed, as the header says (None: one); verification checks it
+    trials: Mapped[int | None] = mapped_column(Integer)
+    #: pass^1 .. pass^trials recomputed from the replayed episodes, for runs of several trials
+    pass_k: Mapped[dict[str, float] | None] = mapped_column(JSON)
     created_at: Mapped[_dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     verified_at: Mapped[_dt.datetime | None] = mapped_column(DateTime(timezone=True))
     #: the uploaded file, as sent (JSON text); trajectories are read from it
@@ -176,6 +180,8 @@ class Submission(Base):
             success_ci95=self.success_ci95,
             mean_return=self.mean_return,
             ci95=self.ci95,
+            trials=self.trials,
+            pass_k=self.pass_k,
             created_at=iso_utc(self.created_at),
             verified=self.status == "accepted",
             status=self.status,

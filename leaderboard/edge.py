@@ -229,6 +229,7 @@ def header_fields(header: UploadHeader) -> dict[str, Any]:
         "model": header.agent.model,
         "settings": settings_text(header.env_kwargs),
         "num_episodes": header.episode_count,
+        "trials": header.trials,
         "seed": header.seed,
     }
 

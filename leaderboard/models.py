@@ -40,6 +40,10 @@ class Entry(BaseModel):
     success_ci95: list[float] | None = None
     mean_return: float | None = None
     ci95: list[float] | None = None
+    #: runs of each seed (``envgym eval --trials``); None or 1: one each
+    trials: int | None = None
+    #: pass^1 .. pass^trials (``{"1": ..., "2": ...}``) of a run of several trials
+    pass_k: dict[str, float] | None = None
     created_at: str | None = None
     #: replayed and accepted by this server
     verified: bool = False
@@ -90,6 +94,7 @@ class UploadHeader(BaseModel):
     difficulty: str | None = None
     seed: int | None = None
     num_episodes: int | None = None
+    trials: int | None = None
     agent: UploadAgent = Field(default_factory=UploadAgent)
     ticket: str | None = None
     #: how many episodes the file holds
@@ -100,7 +105,7 @@ class UploadHeader(BaseModel):
     def _short_text(cls, value: Any) -> str | None:
         return value[:500] if isinstance(value, str) else None
 
-    @field_validator("seed", "num_episodes", mode="before")
+    @field_validator("seed", "num_episodes", "trials", mode="before")
     @classmethod
     def _whole(cls, value: Any) -> int | None:
         return value if isinstance(value, int) and not isinstance(value, bool) else None

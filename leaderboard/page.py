@@ -22,7 +22,8 @@ An entry is a dict with keys ``id, env_id, difficulty, agent, model,
 submitter, episodes, success_rate, success_ci95, mean_return, ci95,
 created_at, verified, status`` and, for ranking, ``env_version, env_hash,
 seed, ticketed`` (and ``replies_label`` when verification recognised the
-replies).
+replies; ``trials`` and ``pass_k`` for a run of several trials per seed, whose
+success cell shows pass^1 .. pass^K and whose seeds cell says ``x K trials``).
 """
 
 from __future__ import annotations
@@ -125,6 +126,18 @@ def _num(value: Any) -> str:
     return f"{number:.3g}" if math.isfinite(number) else "-"
 
 
+def _pass_k_text(pass_k: Any) -> str:
+    """pass^1 .. pass^K as ``0.42/0.33/0.25`` (k in order); "-" for anything else."""
+    if not isinstance(pass_k, Mapping) or not pass_k:
+        return "-"
+    try:
+        ordered = sorted(pass_k.items(), key=lambda item: int(item[0]))
+    except (TypeError, ValueError):
+        return "-"
+    values = [_number(value) for _, value in ordered]
+    return "/".join(f"{v:.2f}" if math.isfinite(v) else "-" for v in values)
+
+
 def _difficulty_order(env_id: str) -> dict[str, int]:
     try:
         from envgym.registry import get_spec
@@ -200,7 +213,7 @@ def _columns(env_id: str, sort: str, order: str, links: SiteLinks) -> list[_Colu
 def render_page(template: str, title: str, *, links: SiteLinks, **context: Any) -> str:
     """The leaderboard page `template` (in ``templates/``, extending the frame
     ``page.html``) titled `title`, its values escaped; the templates may call
-    ``number``, ``pct`` and ``num`` to show a value."""
+    ``number``, ``pct``, ``num`` and ``pass_k_text`` to show a value."""
     return render_template(
         "envgym.leaderboard",
         template,
@@ -209,6 +222,7 @@ def render_page(template: str, title: str, *, links: SiteLinks, **context: Any) 
         number=_number,
         pct=_pct,
         num=_num,
+        pass_k_text=_pass_k_text,
         **context,
     )
 

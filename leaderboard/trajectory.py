@@ -129,6 +129,7 @@ def _meta_rows(
         ("agent", label),
         ("episode", index),
         ("seed", episode.get("seed")),
+        ("trial", episode.get("trial")),  # in a run of several trials per seed
         ("task", episode.get("task_id")),
         ("return", _reward(episode.get("return"))),
         ("success", "yes" if episode.get("success") else "no"),

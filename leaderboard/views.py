@@ -32,7 +32,7 @@ _LABEL_SAMPLE = 20
 
 
 #: What a page shows of an episode record besides its replies.
-_EPISODE_FIELDS = ("seed", "task_id", "rewards", "return", "success", "turns", "usage")
+_EPISODE_FIELDS = ("seed", "trial", "task_id", "rewards", "return", "success", "turns", "usage")
 
 
 def _bounded_view(episode: Mapping[str, Any], seen: Any) -> dict[str, Any]:
@@ -96,6 +96,9 @@ def replies_label(results: Mapping[str, Any]) -> str | None:
 
     env_id = results["env_id"]
     episodes = list(results["episodes"])[:_LABEL_SAMPLE]
+    # A run of several trials: the first episodes are the first seeds' trials, in a row.
+    trials = int(results.get("trials") or 1)
+    seeds = -(-len(episodes) // trials)
     agents = [("random", "the random agent")]
     if get_spec(env_id).oracle is not None:
         agents.insert(0, ("oracle", "the env's oracle"))
@@ -104,10 +107,11 @@ def replies_label(results: Mapping[str, Any]) -> str | None:
             theirs = evaluate(
                 env_id,
                 agent,
-                episodes=len(episodes),
+                episodes=seeds,
                 seed=int(results["seed"]),
                 env_kwargs=results.get("env_kwargs") or {},
-            )["episodes"]
+                trials=trials,
+            )["episodes"][: len(episodes)]
         except Exception:  # an agent that cannot run here labels nothing
             continue
         if 2 * _same_replies(episodes, theirs) > len(episodes):

@@ -481,3 +481,7 @@ def _write_outcome(db: Database, submission_id: int, outcome: Outcome) -> None:
             submission.ci95 = [float(x) for x in summary["ci95"]]
             if summary.get("success_ci95") is not None:
                 submission.success_ci95 = [float(x) for x in summary["success_ci95"]]
+            pass_k = summary.get("pass_k")
+            # What the replayed episodes hold: a run of one trial has no pass^k.
+            submission.trials = len(pass_k) if pass_k else 1
+            submission.pass_k = {k: float(v) for k, v in pass_k.items()} if pass_k else None

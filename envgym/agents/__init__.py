@@ -83,7 +83,7 @@ class BatchAgent(Protocol):
 
     name: str
 
-    def reset_slot(self, slot: int) -> None: ...
+    def reset_slot(self, slot: int, seed: int | None = None) -> None: ...
 
     def act_batch(
         self, slots: list[int], observations: list[str], infos: list[dict[str, Any]]

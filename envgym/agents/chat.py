@@ -52,6 +52,8 @@ class ChatSlot:
     pending_tool_calls: list[str] = field(default_factory=list)
     #: the system message's text, fixed by the episode's first observation
     system: str | None = None
+    #: this episode's own sampling seed (a trial of a seed), instead of the agent's
+    seed: int | None = None
 
 
 class ChatSlots:
@@ -71,10 +73,15 @@ class ChatSlots:
         self.history_kept = bool(history)
         self._slots: dict[int, ChatSlot] = {}
 
-    def reset(self, slot: int) -> None:
-        """Start a new episode in `slot`: an empty conversation, zero tokens."""
+    def reset(self, slot: int, seed: int | None = None) -> None:
+        """Start a new episode in `slot`: an empty conversation, zero tokens, and
+        `seed` as its own sampling seed (None: the agent's)."""
         _check_slot(slot)
-        self._slots[slot] = ChatSlot()
+        self._slots[slot] = ChatSlot(seed=seed)
+
+    def seed(self, slot: int) -> int | None:
+        """`slot`'s own sampling seed for this episode, or None (use the agent's)."""
+        return self.get(slot).seed
 
     def get(self, slot: int) -> ChatSlot:
         """`slot`'s conversation (a fresh one if the slot was never reset)."""
@@ -165,9 +172,11 @@ class SlotChatAgent:
         return self.act_batch([0], [observation], [info])[0]
 
     # ------------------------------------------------------------ the batch protocol
-    def reset_slot(self, slot: int) -> None:
-        """Start a new episode (an empty conversation) in `slot`."""
-        self.chats.reset(slot)
+    def reset_slot(self, slot: int, seed: int | None = None) -> None:
+        """Start a new episode (an empty conversation) in `slot`; `seed`, when
+        given, is its sampling seed instead of the agent's (the evaluation gives
+        each trial of a seed its own, so sampled trials differ)."""
+        self.chats.reset(slot, seed)
 
     def act_batch(
         self, slots: list[int], observations: list[str], infos: list[dict[str, Any]]

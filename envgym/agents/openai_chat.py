@@ -186,8 +186,11 @@ class OpenAIChatAgent(SlotChatAgent):
         tools = self.chats.tools(slot)
         if tools:
             body["tools"] = tools
-        if self.seed is not None:
-            body["seed"] = self.seed
+        seed = self.chats.seed(slot)
+        if seed is None:
+            seed = self.seed
+        if seed is not None:
+            body["seed"] = seed
         body.update(self.extra_body)
         response = self._post(body)
         try:

@@ -63,7 +63,10 @@ class TransformersAgent(SlotChatAgent):
         system_prompt: used instead of the env's ``info["system_prompt"]``.
         history: send each episode's conversation so far (False: the system
             message and the current observation only).
-        seed: seeds torch's generator when sampling, so sampled runs repeat.
+        seed: seeds torch's generator when sampling, so sampled runs repeat. One
+            generator serves a whole batch, so a slot's own seed
+            (``reset_slot(slot, seed)``, a trial of a seed) is not used: its
+            draws already differ from the other trials'.
     """
 
     name = "hf"

@@ -87,6 +87,20 @@ class VLLMAgent(SlotChatAgent):
         )
         self.chats = ChatSlots(system_prompt, history)
 
+    def _sampling(self, slots: list[int]) -> Any:
+        """The sampling parameters for `slots`: the agent's, or one per slot where a
+        slot has its own seed (a trial of a seed, from ``reset_slot(slot, seed)``)."""
+        seeds = [self.chats.seed(slot) for slot in slots]
+        if all(seed is None for seed in seeds):
+            return self.sampling
+        params = []
+        for seed in seeds:
+            own = self.sampling.clone()
+            if seed is not None:
+                own.seed = seed
+            params.append(own)
+        return params
+
     # ------------------------------------------------------------ the batch protocol
     def act_batch(
         self, slots: list[int], observations: list[str], infos: list[dict[str, Any]]
@@ -107,7 +121,7 @@ class VLLMAgent(SlotChatAgent):
             tools = json.loads(key)
             outputs = self.llm.chat(
                 [prompts[i] for i in indices],
-                sampling_params=self.sampling,
+                sampling_params=self._sampling([slots[i] for i in indices]),
                 tools=tools or None,
                 use_tqdm=False,
             )

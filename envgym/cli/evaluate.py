@@ -31,6 +31,7 @@ from envgym.cli.output import EpisodeProgress, print_table
 from envgym.evaluation import load_results, prepare_output_dir, prepare_output_path, write_results
 from envgym.evaluation.baselines import BASELINE_AGENTS, baseline_jobs, run_baselines
 from envgym.evaluation.batch import BATCH_WORKERS, evaluate_many
+from envgym.evaluation.play import MAX_TRIALS
 from envgym.evaluation.results_file import results_file_name
 from envgym.registry import get_spec
 
@@ -52,8 +53,9 @@ def add_commands(sub: Any) -> None:
         "eval",
         help="evaluate an agent on one or more envs and write results files",
         description=(
-            "Run an agent for N episodes with seeds S .. S+N-1 on each env id and difficulty "
-            "asked for, K episodes at a time, and print a summary table."
+            "Run an agent for N episodes with seeds S .. S+N-1 (each seed --trials times) on "
+            "each env id and difficulty asked for, --num-envs episodes at a time, and print a "
+            "summary table."
         ),
     )
     p.add_argument("env_ids", metavar="ID", nargs="+", help=ID_HELP + " (one or more)")
@@ -69,6 +71,14 @@ def add_commands(sub: Any) -> None:
         help="episodes per env id and difficulty (default: 10)",
     )
     p.add_argument("--seed", metavar="S", type=seed, help="seed of the first episode (default: 0)")
+    p.add_argument(
+        "--trials",
+        metavar="K",
+        type=trials_count,
+        default=1,
+        help=f"run each seed K times (1 .. {MAX_TRIALS}) and report pass^1 .. pass^K, the "
+        "chance that k trials of a task all succeed (default: 1)",
+    )
     p.add_argument(
         "--ticket",
         metavar="FILE",
@@ -142,6 +152,24 @@ def add_commands(sub: Any) -> None:
         "committed ones; envgym leaderboard export --baselines DIR publishes them)",
     )
     p.set_defaults(handler=run_baselines_command)
+
+
+def trials_count(text: str) -> int:
+    """An argparse type: a trial count, 1 .. `MAX_TRIALS`."""
+    value = positive_int(text)
+    if value > MAX_TRIALS:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_TRIALS} trials per seed, got {value}; run more seeds instead"
+        )
+    return value
+
+
+def pass_k_cell(results: dict[str, Any]) -> str:
+    """``pass^1/pass^2/...`` of a results file as one compact cell ("-" for one trial)."""
+    pass_k = results["summary"].get("pass_k")
+    if not pass_k:
+        return "-"
+    return "/".join(f"{pass_k[k]:.2f}" for k in sorted(pass_k, key=int))
 
 
 def _fmt(value: float, digits: int = 3) -> str:
@@ -242,7 +270,8 @@ def run_eval(args: argparse.Namespace) -> int:
     out = prepare_output_path(args.out) if args.out else None
     out_dir = prepare_output_dir(args.out_dir) if args.out_dir else None
     title = jobs[0][0] if len(jobs) == 1 else f"{len(jobs)} runs"
-    with EpisodeProgress(len(jobs) * args.episodes, f"{title} {args.agent}") as progress:
+    total = len(jobs) * args.episodes * args.trials  # seeds x trials
+    with EpisodeProgress(total, f"{title} {args.agent}") as progress:
         all_results = evaluate_many(
             jobs,
             args.agent,
@@ -251,14 +280,20 @@ def run_eval(args: argparse.Namespace) -> int:
             num_envs=args.num_envs,
             workers=args.workers,
             progress=progress.update,
+            trials=args.trials,
         )
     if ticket is not None:
         all_results[0]["ticket"] = ticket  # checked by the leaderboard that issued it
+    episodes = str(args.episodes) if args.trials == 1 else f"{args.episodes} x {args.trials}"
     rows = [
-        [r["env_id"], _difficulty_of(r), args.agent, str(args.episodes), *summary_cells(r)]
+        [r["env_id"], _difficulty_of(r), args.agent, episodes, *summary_cells(r)]
         for r in all_results
     ]
-    print_table(SUMMARY_HEADERS, rows, right=_NUMBER_HEADERS)
+    headers = SUMMARY_HEADERS
+    if args.trials > 1:  # pass^k of every run: the chance that k trials of a seed all succeed
+        headers = [*SUMMARY_HEADERS, f"pass^1/.../pass^{args.trials}"]
+        rows = [[*row, pass_k_cell(r)] for row, r in zip(rows, all_results, strict=True)]
+    print_table(headers, rows, right=headers[3:])
     if out is not None:
         write_results(all_results[0], out)
         print(f"wrote {out}")

@@ -421,6 +421,10 @@ def _report(state: dict[str, Any], submission_id: int) -> int:
             if rate is not None
             else ""
         )
+        pass_k = entry.get("pass_k")
+        if shown and isinstance(pass_k, dict) and pass_k:
+            ks = sorted(pass_k, key=int)
+            shown += f", pass^1..{ks[-1]} " + "/".join(f"{pass_k[k]:.2f}" for k in ks)
         print(f"submission {submission_id} accepted: {shown}".rstrip(": "))
         return EXIT_OK
     where = f" (episode {state['episode']})" if state.get("episode") is not None else ""

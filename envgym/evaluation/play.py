@@ -1,6 +1,7 @@
 """`play`: the one episode loop of an evaluation, and the one writer of its records.
 
-`play(vector_env, agent, seeds)` plays every seed once on a
+`play(vector_env, agent, seeds, trials=K)` plays every seed K times (trials
+0 .. K-1, one after another in the task queue) on a
 `envgym.vector.TextVectorEnv` in its task-queue mode: each env starts on the
 next seed left and, when its episode ends, takes the next one, so N seeds on
 k envs need no bookkeeping here. `evaluate` and `evaluate_many` (and through
@@ -10,18 +11,21 @@ only code that writes an episode of a results file.
 
 Agents. A plain agent (``random``, ``oracle``, ...) is named by its spec and
 made afresh for every episode with `make_agent` and `agent_seed` of the
-episode's seed, once the env is reset to that seed. Agents that read their
+episode's seed and trial, once the env is reset to that seed. Agents that read their
 env (the oracles of Code and PythonMath read the current problem) get an
 `EnvView` of the env playing the episode, whose attributes are read from the
 live env through `TextVectorEnv.env_attr`. A batch agent
 (`envgym.agents.is_batch_agent`: LLM agents) is made once by the caller
 (`make_batch_agent`), answers every waiting env in one ``act_batch`` call
-(the env's index is its slot), starts each episode with ``reset_slot`` and its
+(the env's index is its slot), starts each episode with ``reset_slot`` (trial t > 0 passes
+``seed=agent_seed(seed, t)``, the slot's sampling seed, so sampled replies
+differ between trials; trial 0 samples as a single-trial run does) and its
 ``usage(slot)`` is recorded in the episode's ``"usage"``.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -34,9 +38,11 @@ from envgym.vector import TextVectorEnv
 
 __all__ = [
     "MAX_STEPS_PER_EPISODE",
+    "MAX_TRIALS",
     "EnvView",
     "ProgressCallback",
     "agent_seed",
+    "check_trials",
     "episode_record",
     "make_batch_agent",
     "play",
@@ -46,19 +52,27 @@ __all__ = [
 #: broken one from hanging an evaluation forever.
 MAX_STEPS_PER_EPISODE = 100_000
 
+#: The most trials (runs of each seed) one evaluation may ask for: pass^k up to
+#: pass^32 is far past what tau-bench reports (pass^8), and the cap bounds what
+#: a results file can make a verifier compute.
+MAX_TRIALS = 32
+
 #: ``progress(done, total)``: episodes finished so far, of how many.
 ProgressCallback = Callable[[int, int], None]
 
 
-def agent_seed(episode_seed: int) -> int:
-    """The seed an episode's agent gets: derived from the episode seed, never equal to it.
+def agent_seed(episode_seed: int, trial: int = 0) -> int:
+    """The seed an episode's agent gets: derived from the episode seed (and, for
+    trial ``t > 0`` of that seed, from ``t``), never equal to it.
 
     Gymnasium seeds `env.np_random` exactly as `numpy.random.default_rng(seed)`
     does, so an agent seeded with the env's own seed draws the env's numbers
     (a random guesser would "know" the secret). A spawned child stream of the
-    seed is independent of it.
+    seed is independent of it; each trial gets its own child, and trial 0's is
+    the one a single-trial run uses.
     """
-    child = np.random.SeedSequence(entropy=episode_seed, spawn_key=(1,))
+    spawn_key = (1,) if trial == 0 else (1, trial)
+    child = np.random.SeedSequence(entropy=episode_seed, spawn_key=spawn_key)
     return int(child.generate_state(1, dtype=np.uint32)[0])
 
 
@@ -71,13 +85,17 @@ def episode_record(
     first_info: Mapping[str, Any],
     last_info: Mapping[str, Any],
     usage: Mapping[str, int] | None = None,
+    trial: int | None = None,
 ) -> dict[str, Any]:
-    """One episode of a results file: its seed and agent seed, the agent's
-    replies and the rewards they earned, the outcome, and the task id from the
-    reset's info (and an LLM agent's token `usage`)."""
-    record: dict[str, Any] = {
-        "seed": seed,
-        "agent_seed": agent_seed(seed),
+    """One episode of a results file: its seed (and `trial`, in a run of several
+    trials per seed) and agent seed, the agent's replies and the rewards they
+    earned, the outcome, and the task id from the reset's info (and an LLM
+    agent's token `usage`)."""
+    record: dict[str, Any] = {"seed": seed}
+    if trial is not None:
+        record["trial"] = trial
+    record |= {
+        "agent_seed": agent_seed(seed, trial or 0),
         "actions": actions,
         "rewards": rewards,
         "return": float(sum(rewards)),
@@ -128,11 +146,36 @@ def make_batch_agent(agent_spec: str, seed: int, options: Mapping[str, Any] | No
     return agent  # type: ignore[return-value]
 
 
+def _takes_seed(batch: BatchAgent) -> bool:
+    """Whether `batch`'s ``reset_slot`` takes a ``seed`` (a slot's own sampling seed)."""
+    try:
+        parameters = inspect.signature(batch.reset_slot).parameters
+    except (TypeError, ValueError):
+        return False
+    return "seed" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+
+
+def check_trials(trials: int) -> None:
+    """`EvaluationError` unless `trials` is a whole number 1 .. `MAX_TRIALS`."""
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS:
+        raise EvaluationError(
+            f"trials must be a whole number from 1 to {MAX_TRIALS} (runs of each seed, for "
+            f"pass^1 .. pass^trials), got {trials!r}"
+        )
+
+
 class _Episode:
     """An episode in progress on one env of the vector env."""
 
-    def __init__(self, seed: int, info: dict[str, Any], agent: Any) -> None:
+    def __init__(
+        self, seed: int, trial: int, position: int, info: dict[str, Any], agent: Any
+    ) -> None:
         self.seed = seed
+        self.trial = trial
+        #: where its record goes in its source's list
+        self.position = position
         self.first_info = info
         self.info = info
         self.agent = agent
@@ -145,10 +188,13 @@ def play(
     agent: str | BatchAgent,
     seeds: Sequence[int] | Sequence[Sequence[int]],
     progress: ProgressCallback | None = None,
+    trials: int = 1,
 ) -> list[list[dict[str, Any]]]:
-    """Play `agent` once on every seed and return the episode records: one list
-    per env source of `vector_env` (an entry of its ``envs`` list), in the order
-    of that source's seeds.
+    """Play `agent` `trials` times on every seed and return the episode records:
+    one list per env source of `vector_env` (an entry of its ``envs`` list), in
+    the order of that source's seeds, each seed's trials 0 .. trials-1 in a row.
+    With ``trials > 1`` each record carries its ``trial``; trial t's agent is
+    seeded with ``agent_seed(seed, t)``.
 
     `agent` is a plain agent's spec (``"random"``, ``"oracle"``...) or a batch
     agent (`make_batch_agent`). `seeds` is one list per source, or a single list
@@ -156,29 +202,44 @@ def play(
     `progress(done, total)` is called after each episode. An env that fails
     during an episode raises RuntimeError naming the env and the seed.
     """
-    queue = [list(q) for q in seeds] if seeds and not _is_flat(seeds) else [list(seeds)]
+    check_trials(trials)
+    batch = None if isinstance(agent, str) else agent
+    if batch is not None and trials > 1 and not _takes_seed(batch):
+        raise EvaluationError(
+            f"{type(batch).__name__}.reset_slot takes no seed, so its trials of a seed would "
+            "all sample alike; give it a seed keyword (a slot's sampling seed) or run one trial"
+        )
+    given = [list(q) for q in seeds] if seeds and not _is_flat(seeds) else [list(seeds)]
+    queue = [[int(s) for s in q for _ in range(trials)] for q in given]
+    # Where each start of a seed goes: its n-th start fills the n-th position of
+    # that seed in the queue, and the position says the trial. Fixed when the
+    # episode starts, so the trial and its agent seed always agree.
     wanted: list[dict[int, list[int]]] = []
     for q in queue:
         positions: dict[int, list[int]] = {}
         for position, seed in enumerate(q):
-            positions.setdefault(int(seed), []).append(position)
+            positions.setdefault(seed, []).append(position)
         wanted.append(positions)
     records: list[list[dict[str, Any] | None]] = [[None] * len(q) for q in queue]
-    batch = None if isinstance(agent, str) else agent
     done, total = 0, sum(len(q) for q in queue)
 
     def start(i: int) -> _Episode | None:
         if not vector_env.active[i]:
             return None
         seed = int(vector_env.episode_seeds[i])
+        position = wanted[int(vector_env.source_index[i])][seed].pop(0)
+        trial = position % trials
         if batch is not None:
-            batch.reset_slot(i)
+            if trial:
+                batch.reset_slot(i, seed=agent_seed(seed, trial))  # type: ignore[call-arg]
+            else:
+                batch.reset_slot(i)
             player: Any = batch
         else:
             view = None if agent == "random" else EnvView(vector_env, i)
-            player = make_agent(agent, view, seed=agent_seed(seed))
+            player = make_agent(agent, view, seed=agent_seed(seed, trial))
             player.reset()
-        return _Episode(seed, vector_env.env_info(i), player)
+        return _Episode(seed, trial, position, vector_env.env_info(i), player)
 
     obs, _ = vector_env.reset(queue=queue)
     running = [start(i) for i in range(vector_env.num_envs)]
@@ -221,8 +282,7 @@ def play(
                 continue
             usage = batch.usage(i) if batch is not None else None
             source = int(vector_env.source_index[i])
-            position = wanted[source][episode.seed].pop(0)
-            records[source][position] = episode_record(
+            records[source][episode.position] = episode_record(
                 episode.seed,
                 episode.actions,
                 episode.rewards,
@@ -231,6 +291,7 @@ def play(
                 episode.first_info,
                 final,
                 usage,
+                episode.trial if trials > 1 else None,
             )
             done += 1
             if progress is not None:

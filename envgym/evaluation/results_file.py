@@ -8,6 +8,12 @@ jsonschema) and its fields agree with each other (one reward per action,
 returns that add up), which a schema cannot say. Version 1 files (written
 before the header named the seed and episode count) still load, for replay;
 `envgym.evaluation.verify` refuses them for scoring.
+
+Trials. A run of ``trials`` K > 1 (``envgym eval --trials K``) holds each seed
+K times: every episode carries its ``trial`` (0 .. K-1), each (seed, trial)
+once, and the summary holds ``pass_k``. A file without ``trials`` (every file
+written before them) is a run of one trial, and an episode without ``trial``
+is trial 0; `trials_problem` checks the numbering.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ __all__ = [
     "load_schema",
     "results_file_name",
     "schema_problem",
+    "trials_problem",
     "validate_results",
     "write_results",
 ]
@@ -151,8 +158,51 @@ def schema_problem(results: Any, versions: tuple[int, ...] = READABLE_VERSIONS) 
     return _describe(version_errors[0] if version_errors else best_match(errors), versions)
 
 
+def trials_problem(results: Mapping[str, Any]) -> tuple[str, int | None] | None:
+    """What is wrong with the trial numbering of a schema-valid `results`, and the
+    index of the episode it concerns (None when it concerns no one episode); None
+    when each seed holds exactly trials 0 .. ``trials`` - 1, once each."""
+    trials = results.get("trials", 1)
+    seen: dict[tuple[int, int], int] = {}
+    per_seed: dict[int, list[int]] = {}
+    for i, ep in enumerate(results["episodes"]):
+        if trials > 1 and "trial" not in ep:
+            return (
+                f"field episodes[{i}].trial is missing; in a run of trials = {trials} every "
+                "episode says which trial of its seed it is",
+                i,
+            )
+        seed, trial = ep["seed"], ep.get("trial", 0)
+        if trial >= trials:
+            return (
+                f"field episodes[{i}].trial is {trial} but the header's trials is {trials}; "
+                f"the trials of a seed are numbered 0 .. {trials - 1}",
+                i,
+            )
+        if (seed, trial) in seen:
+            return (
+                f"field episodes[{i}] repeats seed {seed} trial {trial} of "
+                f"episodes[{seen[seed, trial]}]; each trial of a seed runs once",
+                i,
+            )
+        seen[seed, trial] = i
+        per_seed.setdefault(seed, []).append(trial)
+    for seed, numbers in per_seed.items():
+        if len(numbers) != trials:
+            missing = sorted(set(range(trials)) - set(numbers))
+            return (
+                f"seed {seed} has {len(numbers)} trials but the header's trials is {trials}; "
+                f"trial {', '.join(map(str, missing))} of seed {seed} is missing",
+                None,
+            )
+    if trials > 1 and "pass_k" not in results["summary"]:
+        return (f"field summary.pass_k is missing; a run of trials = {trials} reports it", None)
+    return None
+
+
 def _consistency_problem(results: Mapping[str, Any]) -> str | None:
-    """Checks a JSON Schema cannot express: lengths and sums that must agree."""
+    """Checks a JSON Schema cannot express: lengths and sums that must agree, and
+    each seed's trials."""
     episodes = results["episodes"]
     for i, ep in enumerate(episodes):
         if len(ep["actions"]) != len(ep["rewards"]):
@@ -175,7 +225,8 @@ def _consistency_problem(results: Mapping[str, Any]) -> str | None:
             f"field summary.episodes is {results['summary']['episodes']} but the file holds "
             f"{len(episodes)} episodes"
         )
-    return None
+    problem = trials_problem(results)
+    return None if problem is None else problem[0]
 
 
 # ------------------------------------------------------------ the file

@@ -14,7 +14,12 @@ from typing import Any
 
 from envgym.evaluation.batch import evaluate_many, results_dict
 from envgym.evaluation.inputs import check_inputs, prepare_output_path
-from envgym.evaluation.play import MAX_STEPS_PER_EPISODE, ProgressCallback, agent_seed
+from envgym.evaluation.play import (
+    MAX_STEPS_PER_EPISODE,
+    ProgressCallback,
+    agent_seed,
+    check_trials,
+)
 from envgym.evaluation.results_file import write_results
 
 __all__ = [
@@ -34,12 +39,15 @@ def evaluate(
     env_kwargs: Mapping[str, Any] | None = None,
     progress: ProgressCallback | None = None,
     out: str | os.PathLike[str] | None = None,
+    trials: int = 1,
 ) -> dict[str, Any]:
     """Run `episodes` episodes of `agent_name` on `env_id` and return a results dict.
 
     Episode ``i`` resets the env with ``seed + i`` and gets a fresh agent
     seeded with `agent_seed` of that seed (recorded as ``agent_seed``). The
-    header records `seed` and `episodes` (as ``num_episodes``).
+    header records `seed`, `episodes` (as ``num_episodes``) and `trials`: with
+    ``trials=K`` each seed runs K times (trial t's agent seeded with
+    ``agent_seed(seed, t)``) and the summary holds pass^1 .. pass^K.
     `progress(done, total)` is called before the first episode and after each
     one. With `out`, the file is checked to be writable before
     any episode runs and written at the end.
@@ -49,9 +57,17 @@ def evaluate(
     episode raises RuntimeError naming the env and the seed.
     """
     check_inputs(env_id, agent_name, episodes, seed, env_kwargs)
+    check_trials(trials)
     out_path = prepare_output_path(out) if out is not None else None
     results = evaluate_many(
-        [(env_id, dict(env_kwargs or {}))], agent_name, episodes, seed, 1, "sync", progress
+        [(env_id, dict(env_kwargs or {}))],
+        agent_name,
+        episodes,
+        seed,
+        1,
+        "sync",
+        progress,
+        trials=trials,
     )[0]
     if out_path is not None:
         write_results(results, out_path)

@@ -1,7 +1,11 @@
-"""The ``summary`` block of a results file: success rate and mean return with 95% intervals.
+"""The ``summary`` block of a results file: success rate and mean return with 95% intervals,
+and pass^k when each seed ran several trials.
 
 A Student-t interval for the mean return and a Wilson interval for the
-success rate, computed with the standard library only.
+success rate, computed with the standard library only. `pass_k` is tau-bench's
+pass^k: for a seed run n times with c successes, the chance that k trials
+drawn from its n all succeed is C(c, k) / C(n, k); pass^k is its mean over
+the seeds, for k = 1 .. n (pass^1 is the success rate).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["mean_ci95", "summarize", "t_critical_95", "wilson_ci95"]
+__all__ = ["mean_ci95", "pass_k", "summarize", "t_critical_95", "trial_counts", "wilson_ci95"]
 
 # Two-sided 95% critical values of Student's t for 1 to 30 degrees of freedom.
 _T_975 = (
@@ -53,8 +57,12 @@ def mean_ci95(values: Sequence[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
-def wilson_ci95(successes: int, n: int) -> tuple[float, float]:
-    """The Wilson score 95% interval for a success rate of `successes` out of `n`."""
+def wilson_ci95(successes: float, n: int) -> tuple[float, float]:
+    """The Wilson score 95% interval for a success rate of `successes` out of `n`.
+
+    `successes` may be fractional: over seeds run several trials each, it is
+    the sum of the seeds' success rates, and `n` the number of seeds.
+    """
     if n < 1:
         raise ValueError("wilson_ci95 needs n >= 1")
     if not 0 <= successes <= n:
@@ -70,16 +78,66 @@ def wilson_ci95(successes: int, n: int) -> tuple[float, float]:
     return low, high
 
 
+def trial_counts(episodes: Sequence[Mapping[str, Any]]) -> dict[int, tuple[int, int]]:
+    """``{seed: (trials, successes)}`` over `episodes` (each record one trial of its seed)."""
+    counts: dict[int, tuple[int, int]] = {}
+    for ep in episodes:
+        n, c = counts.get(int(ep["seed"]), (0, 0))
+        counts[int(ep["seed"])] = (n + 1, c + (1 if ep["success"] else 0))
+    return counts
+
+
+def pass_k(episodes: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """tau-bench's pass^k of `episodes` for k = 1 .. n, as ``{"1": ..., "n": ...}``.
+
+    Every seed must have run the same number n of trials (its records);
+    pass^k is the mean over seeds of C(c, k) / C(n, k), c being the seed's
+    successes: the chance that k of its trials, drawn without replacement,
+    all succeed. pass^1 is the success rate; pass^k never grows with k.
+    """
+    counts = trial_counts(episodes)
+    if not counts:
+        raise ValueError("pass_k needs at least one episode")
+    sizes = {n for n, _ in counts.values()}
+    if len(sizes) != 1:
+        raise ValueError(
+            f"pass_k needs the same number of trials for every seed, got {sorted(sizes)}"
+        )
+    n = sizes.pop()
+    return {
+        str(k): statistics.fmean(math.comb(c, k) / math.comb(n, k) for _, c in counts.values())
+        for k in range(1, n + 1)
+    }
+
+
 def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The ``summary`` block of a results file for these episode records."""
+    """The ``summary`` block of a results file for these episode records.
+
+    Where each seed ran more than once (records with ``trial``), it also
+    holds ``pass_k`` (`pass_k`), and the intervals are over seeds: the trials
+    of one seed are not independent draws, so each seed counts once, with its
+    mean return and its success rate (more trials narrow them only as far as
+    they pin each seed down). The point figures are over every episode.
+    """
     if not episodes:
         raise ValueError("summarize needs at least one episode")
     returns = [float(ep["return"]) for ep in episodes]
     successes = sum(1 for ep in episodes if ep["success"])
     n = len(episodes)
-    mean, low, high = mean_ci95(returns)
-    s_low, s_high = wilson_ci95(successes, n)
-    return {
+    trials = any("trial" in ep for ep in episodes)
+    if trials:
+        by_seed: dict[int, list[Mapping[str, Any]]] = {}
+        for ep in episodes:
+            by_seed.setdefault(int(ep["seed"]), []).append(ep)
+        seed_returns = [statistics.fmean(float(e["return"]) for e in g) for g in by_seed.values()]
+        seed_rates = [sum(1 for e in g if e["success"]) / len(g) for g in by_seed.values()]
+        _, low, high = mean_ci95(seed_returns)
+        mean = statistics.fmean(returns)
+        s_low, s_high = wilson_ci95(min(math.fsum(seed_rates), len(by_seed)), len(by_seed))
+    else:
+        mean, low, high = mean_ci95(returns)
+        s_low, s_high = wilson_ci95(successes, n)
+    summary: dict[str, Any] = {
         "episodes": n,
         "success_rate": successes / n,
         "mean_return": mean,
@@ -87,3 +145,6 @@ def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "success_ci95": [s_low, s_high],
         "mean_turns": statistics.fmean(int(ep["turns"]) for ep in episodes),
     }
+    if trials:
+        summary["pass_k"] = pass_k(episodes)
+    return summary

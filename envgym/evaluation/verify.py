@@ -4,8 +4,9 @@
 results file: the file must hold at most `MAX_TURNS_PER_FILE` turns; match the
 version 2 schema; name an installed env by id, version and code hash; run on
 a track (`envgym.evaluation.tracks`: no env argument but the difficulty);
-hold exactly the seeds its header asked for; keep one reward per reply; carry the summary
-`summarize` gives for its episodes; and every episode, replayed in the
+hold exactly the seeds its header asked for, each as many times as its
+``trials`` says (trials 0 .. K-1, in a row); keep one reward per reply; carry
+the summary `summarize` gives for its episodes (pass^k included); and every episode, replayed in the
 installed env from its seed and replies, must give the recorded rewards,
 success and ending. The first problem found is the verdict's reason, naming
 the episode (index and seed) where it concerns one.
@@ -21,7 +22,7 @@ from typing import Any
 from envgym.evaluation.identity import env_hash, env_version
 from envgym.evaluation.inputs import make_evaluation_env
 from envgym.evaluation.replay import replay_in_env
-from envgym.evaluation.results_file import SCHEMA_VERSION, schema_problem
+from envgym.evaluation.results_file import SCHEMA_VERSION, schema_problem, trials_problem
 from envgym.evaluation.submitted_kwargs import env_kwargs_problem, scoring_kwargs
 from envgym.evaluation.summary import summarize
 from envgym.evaluation.tracks import track_problem
@@ -115,34 +116,50 @@ def _check_env_kwargs(results: Mapping[str, Any], spec: EnvSpec) -> None:
 
 # ------------------------------------------------------------ the episodes
 def _check_seeds(results: Mapping[str, Any]) -> None:
+    """Exactly the seeds asked for, in order, each run `trials` times in a row:
+    episode i is seed ``seed + i // trials``, trial ``i % trials``."""
     base, count = results["seed"], results["num_episodes"]
+    trials = results.get("trials", 1)
     episodes = results["episodes"]
-    first_index: dict[int, int] = {}
+    if trials > 1 or any("trial" in episode for episode in episodes):
+        problem = trials_problem(results)
+        if problem is not None:  # a repeated, missing or mis-numbered trial
+            raise _Rejected(*problem)
+    first_index: dict[tuple[int, int], int] = {}
     for i, episode in enumerate(episodes):
-        seed = episode["seed"]
-        if seed in first_index:
+        seed, trial = episode["seed"], episode.get("trial", 0)
+        if (seed, trial) in first_index:  # a run of one trial (trials_problem checks the rest)
             raise _Rejected(
-                f"{_episode_name(results, i)} repeats episode {first_index[seed]}'s seed; "
-                "each seed runs once",
+                f"{_episode_name(results, i)} repeats episode {first_index[seed, trial]}'s "
+                "seed; each seed runs once",
                 i,
             )
-        first_index[seed] = i
-        if i >= count:
+        first_index[seed, trial] = i
+        if i >= count * trials:
+            each = f" x trials = {trials}" if trials > 1 else ""
             raise _Rejected(
-                f"{_episode_name(results, i)} is one more than num_episodes = {count}", i
+                f"{_episode_name(results, i)} is one more than num_episodes = {count}{each}", i
             )
-        if seed != base + i:
-            missing = f"; seed {base + i} is missing" if seed > base + i else ""
+        want_seed, want_trial = base + i // trials, i % trials
+        if seed != want_seed:
+            missing = f"; seed {want_seed} is missing" if seed > want_seed else ""
             raise _Rejected(
-                f"{_episode_name(results, i)} should have seed {base + i}: the run's seeds are "
+                f"{_episode_name(results, i)} should have seed {want_seed}: the run's seeds are "
                 f"seed .. seed + num_episodes - 1 = {base} .. {base + count - 1}, "
                 f"in order{missing}",
                 i,
             )
-    if len(episodes) < count:
+        if trial != want_trial:
+            raise _Rejected(
+                f"{_episode_name(results, i)} is trial {trial} but should be trial "
+                f"{want_trial}: each seed's trials 0 .. {trials - 1} come in a row, in order",
+                i,
+            )
+    if len(episodes) < count * trials:
+        held = len(episodes) // trials
         raise _Rejected(
-            f"the file holds {len(episodes)} episodes but num_episodes is {count}; seeds "
-            f"{base + len(episodes)} .. {base + count - 1} are missing"
+            f"the file holds {held} seeds' episodes but num_episodes is {count}; seeds "
+            f"{base + held} .. {base + count - 1} are missing"
         )
 
 
@@ -177,6 +194,13 @@ def _check_episodes(results: Mapping[str, Any]) -> None:
 
 
 def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) or isinstance(b, dict):  # pass_k: the same k's, each the same
+        return (
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(_same(a[k], b[k]) for k in a)
+        )
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
