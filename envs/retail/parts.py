@@ -26,7 +26,7 @@ from envgym.envs.retail.world import (
 )
 from envgym.envs.toolworld import Action, Store
 
-__all__ = ["Builder", "Part", "address_text", "item_words"]
+__all__ = ["Builder", "Catalog", "Part", "address_text", "catalog", "item_words"]
 
 REASONS = {
     "no longer needed": ("I no longer need it", "I don't need it anymore"),
@@ -48,6 +48,51 @@ class Part:
     address: dict[str, str] | None = None
     change_of_mind: tuple[str, ...] = ()
     change_message: str = ""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """What tasks read of a world and never change: its products, their variants
+    (options parsed) and the users who have a namesake in another zip code."""
+
+    products: tuple[dict[str, Any], ...]
+    variants: dict[str, tuple[dict[str, Any], ...]]
+    namesakes: tuple[str, ...]
+
+
+_CATALOGS: dict[str, Catalog] = {}
+
+
+def catalog(store: Store) -> Catalog:
+    """The `Catalog` of the world `store` was copied from, read once per process
+    (a world is known by its product ids, which its seed draws)."""
+    key = store.value(
+        "SELECT group_concat(product_id, ',') FROM (SELECT product_id FROM products "
+        "ORDER BY product_id)"
+    )
+    found = _CATALOGS.get(key)
+    if found is None:
+        products = tuple(store.rows("SELECT product_id, name FROM products ORDER BY product_id"))
+        variants: dict[str, list[dict[str, Any]]] = {p["product_id"]: [] for p in products}
+        for row in store.rows(
+            "SELECT i.*, p.name FROM items i JOIN products p USING (product_id) ORDER BY item_id"
+        ):
+            row["options"] = json.loads(row["options"])
+            variants[row["product_id"]].append(row)
+        namesakes = store.rows(
+            "SELECT u.user_id FROM users u WHERE EXISTS (SELECT 1 FROM users v WHERE "
+            "v.first_name = u.first_name AND v.last_name = u.last_name AND v.zip != u.zip) "
+            "ORDER BY u.user_id"
+        )
+        found = Catalog(
+            products,
+            {k: tuple(v) for k, v in variants.items()},
+            tuple(r["user_id"] for r in namesakes),
+        )
+        if len(_CATALOGS) >= 8:
+            _CATALOGS.pop(next(iter(_CATALOGS)))
+        _CATALOGS[key] = found
+    return found
 
 
 def address_text(a: dict[str, str]) -> str:
@@ -73,7 +118,8 @@ class Builder:
     def __init__(self, store: Store, rng: np.random.Generator, user: dict[str, Any]) -> None:
         self.store, self.rng, self.user = store, rng, user
         self.user_id = user["user_id"]
-        self.products = store.rows("SELECT product_id, name FROM products ORDER BY product_id")
+        self.catalog = catalog(store)
+        self.products = self.catalog.products
         used = store.rows(
             "SELECT DISTINCT i.product_id FROM orders o JOIN order_items l USING (order_id) "
             "JOIN items i USING (item_id) WHERE o.user_id = ? ORDER BY i.product_id",
@@ -81,17 +127,24 @@ class Builder:
         )
         self.used = {row["product_id"] for row in used}
         self._address: dict[str, str] | None = None
+        self._methods: list[dict[str, Any]] | None = None
 
     # ------------------------------------------------------------ drawing
     def pick(self, options: Any) -> Any:
         return options[int(self.rng.integers(len(options)))]
 
     def methods(self, kind: str) -> list[dict[str, Any]]:
-        return self.store.rows(
-            "SELECT * FROM payment_methods WHERE user_id = ? AND kind = ? "
-            "ORDER BY payment_method_id",
-            (self.user_id, kind),
-        )
+        """The user's payment methods of `kind`, by id (read once, then kept up to date)."""
+        if self._methods is None:
+            self._methods = self.store.rows(
+                "SELECT * FROM payment_methods WHERE user_id = ? ORDER BY payment_method_id",
+                (self.user_id,),
+            )
+        return [m for m in self._methods if m["kind"] == kind]
+
+    def add_method(self, kind: str) -> None:
+        new_payment_method(self.store, self.rng, self.user_id, kind)
+        self._methods = None
 
     def card(self) -> dict[str, Any]:
         return self.methods("credit_card")[0]
@@ -100,7 +153,7 @@ class Builder:
         """The user's gift card (added if they have none), with at least `at_least` cents."""
         cards = self.methods("gift_card")
         if not cards:
-            new_payment_method(self.store, self.rng, self.user_id, "gift_card")
+            self.add_method("gift_card")
             cards = self.methods("gift_card")
         card = cards[0]
         if cents(card["balance"]) < at_least:
@@ -116,7 +169,7 @@ class Builder:
         """A method that is neither the user's first card nor a gift card."""
         others = self.methods("paypal") or self.methods("credit_card")[1:]
         if not others:
-            new_payment_method(self.store, self.rng, self.user_id, "credit_card")
+            self.add_method("credit_card")
             others = self.methods("credit_card")[1:]
         return others[0]
 
@@ -131,15 +184,8 @@ class Builder:
             self._address = new_address(self.rng)
         return self._address
 
-    def _variants(self, product_id: str) -> list[dict[str, Any]]:
-        rows = self.store.rows(
-            "SELECT i.*, p.name FROM items i JOIN products p USING (product_id) "
-            "WHERE product_id = ? ORDER BY item_id",
-            (product_id,),
-        )
-        for row in rows:
-            row["options"] = json.loads(row["options"])
-        return rows
+    def _variants(self, product_id: str) -> tuple[dict[str, Any], ...]:
+        return self.catalog.variants[product_id]
 
     def order(
         self, status: str, size: int, swaps: int = 0, choices: int = 1, **kw: Any
@@ -180,6 +226,8 @@ class Builder:
             status,
             [i["item_id"] for i in items],
             method["payment_method_id"],
+            prices=[i["price"] for i in items],
+            address=self.user,
             **kw,
         )
         return order_id, items, targets

@@ -92,12 +92,8 @@ def _auth_lookup(user: dict[str, Any], by_email: bool) -> Action:
 
 
 def _namesake_user(store: Store, rng: np.random.Generator) -> dict[str, Any]:
-    rows = store.rows(
-        "SELECT u.* FROM users u WHERE EXISTS (SELECT 1 FROM users v WHERE "
-        "v.first_name = u.first_name AND v.last_name = u.last_name AND v.zip != u.zip) "
-        "ORDER BY u.user_id"
-    )
-    return _pick(rng, rows)
+    user_id = _pick(rng, P.catalog(store).namesakes)
+    return store.row("SELECT * FROM users WHERE user_id = ?", (user_id,))
 
 
 def _any_user(store: Store, rng: np.random.Generator) -> dict[str, Any]:
