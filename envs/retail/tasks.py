@@ -45,6 +45,7 @@ ASKABLE: dict[str, tuple[str, ...]] = {
     "new_address": ("new address",),
 }
 
+LEVELS = ("easy", "medium", "hard")
 GREETINGS = ("Hi!", "Hello.", "Hi there,", "Good morning.", "Hey,")
 CONNECTORS = (" Also, ", " And ", " On top of that, ", " Besides that, ")
 
@@ -69,19 +70,21 @@ def _auth_facts(user: dict[str, Any], by_email: bool, rng: np.random.Generator) 
         said = _pick(rng, ("My email is {}.", "It's {}.", "Sure, my email address is {}."))
         return [Fact("email", user["email"], said.format(user["email"]))]
     first, last, zip_code = user["first_name"], user["last_name"], user["zip"]
-    said = _pick(
-        rng,
-        (
-            "I'm {} {}, and my zip code is {}.",
-            "My name is {} {}, zip code {}.",
-            "{} {} here; my zip is {}.",
-        ),
-    ).format(first, last, zip_code)
+    firsts = ("My first name is {}.", "I'm {}.", "First name {}.")
+    lasts = ("My last name is {}.", "Last name {}.", "{} is my last name.")
+    zips = ("My zip code is {}.", "I live in zip code {}.", "Zip code {}.")
     return [
-        Fact("first_name", first, said),
-        Fact("last_name", last, said),
-        Fact("zip_code", zip_code, said),
+        Fact("first_name", first, _pick(rng, firsts).format(first)),
+        Fact("last_name", last, _pick(rng, lasts).format(last)),
+        Fact("zip_code", zip_code, _pick(rng, zips).format(zip_code)),
     ]
+
+
+def _lower(sentence: str) -> str:
+    """`sentence` to follow a connector: its first letter in lower case, unless it is "I"."""
+    if sentence[:2] in ("I ", "I'"):
+        return sentence
+    return sentence[0].lower() + sentence[1:]
 
 
 def _auth_lookup(user: dict[str, Any], by_email: bool) -> Action:
@@ -105,6 +108,8 @@ def _any_user(store: Store, rng: np.random.Generator) -> dict[str, Any]:
 def make_task(store: Store, rng: np.random.Generator, difficulty: str, task_id: str) -> Task:
     """A Retail task of `difficulty`; sets its orders up in `store`."""
     hard = difficulty == "hard"
+    # The base seeds every level alike: mix the level in, so seed 1 differs per level.
+    rng = np.random.default_rng([int(rng.integers(2**32)), LEVELS.index(difficulty)])
     user = _namesake_user(store, rng) if hard else _any_user(store, rng)
     builder = P.Builder(store, rng, user)
     if difficulty == "easy":
@@ -136,7 +141,7 @@ def make_task(store: Store, rng: np.random.Generator, difficulty: str, task_id: 
     wishes = [p.said for p in parts]
     if forbidden is not None:
         wishes.insert(int(rng.integers(1, len(wishes) + 1)), forbidden.said)
-    request = wishes[0] + "".join(_pick(rng, CONNECTORS) + w[0].lower() + w[1:] for w in wishes[1:])
+    request = wishes[0] + "".join(_pick(rng, CONNECTORS) + _lower(w) for w in wishes[1:])
     opening = f"{_pick(rng, GREETINGS)} {request}"
     stated: tuple[str, ...] = ()
     if difficulty == "easy":
