@@ -5,6 +5,7 @@ exactly what its task holds, and a snapshot restores mid-episode."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 
@@ -473,6 +474,39 @@ def test_facts_follow_the_level():
                 assert 3 == len(task.actions)
             assert 1 <= len(task.outputs) <= 3
             assert (len(task.actions) == 1) == (level == "easy")
+
+
+def test_the_forbidden_request_really_breaks_the_policy_and_the_tools_would_do_it():
+    env = RetailEnv(difficulty="hard")
+    kinds = set()
+    for seed in range(60):
+        env.reset(seed=seed)
+        task, store = env.task, env.store
+        action = task.forbidden
+        order = store.row(
+            "SELECT * FROM orders WHERE order_id = ?", (action.arguments["order_id"],)
+        )
+        assert order["user_id"] == task.user_id
+        kind = task.notes["forbidden"]
+        kinds.add(kind)
+        if kind == "refund_elsewhere":
+            paid = store.value(
+                "SELECT payment_method_id FROM payments WHERE order_id = ? AND seq = 0",
+                (order["order_id"],),
+            )
+            method = store.row(
+                "SELECT * FROM payment_methods WHERE payment_method_id = ?",
+                (action.arguments["payment_method_id"],),
+            )
+            assert method["payment_method_id"] != paid and method["kind"] != "gift_card"
+        elif kind == "late_return":
+            assert order["status"] == "delivered"
+            assert (TODAY - dt.date.fromisoformat(order["delivered_date"])).days > 30
+        else:
+            assert order["status"] == "pending" and order["items_modified"] == 1
+        assert not any(action.summary == a.summary for a in task.actions)
+        assert call_tool(RETAIL.tool(action.tool), store.copy(), action.arguments)[0]
+    assert kinds == {"refund_elsewhere", "late_return", "second_modification"}
 
 
 def test_observations_and_policy_are_printable_ascii_and_phrasing_varies():

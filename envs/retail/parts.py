@@ -128,6 +128,7 @@ class Builder:
         self.used = {row["product_id"] for row in used}
         self._address: dict[str, str] | None = None
         self._methods: list[dict[str, Any]] | None = None
+        self._card: dict[str, Any] | None = None
 
     # ------------------------------------------------------------ drawing
     def pick(self, options: Any) -> Any:
@@ -147,7 +148,10 @@ class Builder:
         self._methods = None
 
     def card(self) -> dict[str, Any]:
-        return self.methods("credit_card")[0]
+        """The credit card the task's orders are paid with (the user's first)."""
+        if self._card is None:
+            self._card = self.methods("credit_card")[0]
+        return self._card
 
     def gift(self, at_least: int = 0) -> dict[str, Any]:
         """The user's gift card (added if they have none), with at least `at_least` cents."""
@@ -166,11 +170,16 @@ class Builder:
         return card
 
     def other_method(self) -> dict[str, Any]:
-        """A method that is neither the user's first card nor a gift card."""
-        others = self.methods("paypal") or self.methods("credit_card")[1:]
+        """A method that is neither the task's card nor a gift card (added if need be)."""
+        card_id = self.card()["payment_method_id"]
+        others = [
+            m
+            for m in self.methods("paypal") + self.methods("credit_card")
+            if m["payment_method_id"] != card_id
+        ]
         if not others:
             self.add_method("credit_card")
-            others = self.methods("credit_card")[1:]
+            others = [m for m in self.methods("credit_card") if m["payment_method_id"] != card_id]
         return others[0]
 
     def words(self, method: dict[str, Any]) -> str:
