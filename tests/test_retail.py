@@ -570,3 +570,32 @@ def test_same_content_agrees_with_content():
     assert not one.same_content(two) and not two.same_content(one)
     two.execute("UPDATE t SET a = 1, b = 2 WHERE rowid = 3")
     assert one.same_content(two) and one.tables() == ["t"]
+
+
+def test_every_tool_survives_arguments_of_every_wrong_shape(world):
+    junk = [None, 1, -1.5, True, "", "#W", "x" * 5000, [], ["#W1", "#W1"], {"a": 1}, "\x00"]
+    order = _order_with(world, "delivered")
+    real = {
+        "order_id": order["order_id"],
+        "user_id": order["user_id"],
+        "item_ids": [
+            world.value("SELECT item_id FROM order_items WHERE order_id = ?", (order["order_id"],))
+        ]
+        * 2,
+    }
+    rng = np.random.default_rng(0)
+    for tool in RETAIL.all_tools:
+        names = list(tool.parameters)
+        for _ in range(60):
+            arguments = {}
+            for name in names:
+                if rng.random() < 0.1:
+                    continue  # a missing argument
+                pool = junk + ([real[name]] if name in real else [])
+                arguments[name] = pool[int(rng.integers(len(pool)))]
+            store = world.copy()
+            ok, _, text = call_tool(tool, store, arguments)
+            assert ok or text.startswith("Error"), (tool.name, arguments, text)
+            assert text.isascii()
+            if not ok and "argument '" not in text:  # the tools' own errors quote ids shortened
+                assert len(text) < 600, text

@@ -12,6 +12,7 @@ from typing import Any
 
 from envgym.envs.retail.world import cents, dollars
 from envgym.envs.toolworld import Store, ToolError
+from envgym.text import quote_for_feedback
 
 __all__ = [
     "check_gift_card",
@@ -32,7 +33,7 @@ def find_user(store: Store, user_id: str) -> dict[str, Any]:
     row = store.row("SELECT * FROM users WHERE user_id = ?", (user_id,))
     if row is None:
         raise ToolError(
-            f"there is no user {user_id!r}; user ids look like 'mia_garcia_4516' "
+            f"there is no user {quote_for_feedback(user_id)}; user ids look like 'mia_garcia_4516' "
             "(find_user_id_by_email or find_user_id_by_name_zip gives it)"
         )
     return row
@@ -42,7 +43,7 @@ def find_order(store: Store, order_id: str) -> dict[str, Any]:
     row = store.row("SELECT * FROM orders WHERE order_id = ?", (order_id,))
     if row is None:
         hint = "" if order_id.startswith("#W") else " (order ids start with '#W', e.g. '#W1234567')"
-        raise ToolError(f"there is no order {order_id!r}{hint}")
+        raise ToolError(f"there is no order {quote_for_feedback(order_id)}{hint}")
     return row
 
 
@@ -56,7 +57,8 @@ def find_method(store: Store, order: Mapping[str, Any], method_id: str) -> dict[
         )
         names = ", ".join(m["payment_method_id"] for m in mine)
         raise ToolError(
-            f"{method_id!r} is not a payment method of this order's user; theirs are: {names}"
+            f"{quote_for_feedback(method_id)} is not a payment method of this order's user; "
+            f"theirs are: {names}"
         )
     return row
 
@@ -67,7 +69,10 @@ def find_item(store: Store, item_id: str) -> dict[str, Any]:
         (item_id,),
     )
     if row is None:
-        raise ToolError(f"there is no item {item_id!r} (get_product_details lists the item ids)")
+        raise ToolError(
+            f"there is no item {quote_for_feedback(item_id)} "
+            "(get_product_details lists the item ids)"
+        )
     return row
 
 

@@ -30,6 +30,7 @@ from envgym.envs.retail.ledger import (
 )
 from envgym.envs.retail.world import cents, dollars
 from envgym.envs.toolworld import Store, Tool, ToolError
+from envgym.text import quote_for_feedback
 
 __all__ = ["CANCEL_REASONS", "TOOLS"]
 
@@ -56,7 +57,9 @@ _ADDRESS_PARAMS = {
 def find_user_id_by_email(store: Store, email: str) -> str:
     user_id = store.value("SELECT user_id FROM users WHERE email = ?", (email.strip().lower(),))
     if user_id is None:
-        raise ToolError(f"no user has the email {email!r}; check it with the user")
+        raise ToolError(
+            f"no user has the email {quote_for_feedback(email)}; check it with the user"
+        )
     return user_id
 
 
@@ -68,7 +71,8 @@ def find_user_id_by_name_zip(store: Store, first_name: str, last_name: str, zip:
     )
     if user_id is None:
         raise ToolError(
-            f"no user is named {first_name} {last_name} with zip code {zip}; check all "
+            f"no user is named {quote_for_feedback(f'{first_name} {last_name}')} with zip code "
+            f"{quote_for_feedback(zip)}; check all "
             "three with the user, or ask for their email"
         )
     return user_id
@@ -159,7 +163,8 @@ def get_product_details(store: Store, product_id: str) -> dict[str, Any]:
     name = store.value("SELECT name FROM products WHERE product_id = ?", (product_id,))
     if name is None:
         raise ToolError(
-            f"there is no product {product_id!r}; list_product_types gives every product id "
+            f"there is no product {quote_for_feedback(product_id)}; list_product_types gives "
+            "every product id "
             "(an item id is not a product id)"
         )
     items = store.rows("SELECT * FROM items WHERE product_id = ? ORDER BY item_id", (product_id,))
