@@ -106,28 +106,17 @@ def forbidden(b: Builder, family: str) -> Forbidden:
 
 def namesake(b: Builder, order_id: str | None) -> None:
     """Give a user of the same name (another zip code) an order of the same items."""
-    twin = b.store.row(
-        "SELECT user_id FROM users WHERE first_name = ? AND last_name = ? AND zip != ? "
-        "ORDER BY user_id",
-        (b.user["first_name"], b.user["last_name"], b.user["zip"]),
-    )
-    if twin is None or order_id is None:
+    if order_id is None or b.user_id not in b.catalog.twins:
         return
-    order = b.store.row("SELECT status FROM orders WHERE order_id = ?", (order_id,))
-    items = b.store.rows(
-        "SELECT item_id FROM order_items WHERE order_id = ? ORDER BY line", (order_id,)
-    )
-    method = b.store.value(
-        "SELECT payment_method_id FROM payment_methods WHERE user_id = ? "
-        "ORDER BY payment_method_id",
-        (twin["user_id"],),
-    )
+    twin, method = b.catalog.twins[b.user_id]
+    status, items = b.orders[order_id]
     add_order(
         b.store,
         b.rng,
         twin["user_id"],
-        order["status"],
-        [i["item_id"] for i in items],
+        status,
+        items,
         method,
         delivered_days_ago=b.recent(),
+        address=twin,
     )

@@ -58,6 +58,8 @@ class Catalog:
     products: tuple[dict[str, Any], ...]
     variants: dict[str, tuple[dict[str, Any], ...]]
     namesakes: tuple[str, ...]
+    #: user id -> (their namesake's user row, the namesake's first payment method id)
+    twins: dict[str, tuple[dict[str, Any], str]]
 
 
 _CATALOGS: dict[str, Catalog] = {}
@@ -80,14 +82,24 @@ def catalog(store: Store) -> Catalog:
             row["options"] = json.loads(row["options"])
             variants[row["product_id"]].append(row)
         namesakes = store.rows(
-            "SELECT u.user_id FROM users u WHERE EXISTS (SELECT 1 FROM users v WHERE "
-            "v.first_name = u.first_name AND v.last_name = u.last_name AND v.zip != u.zip) "
-            "ORDER BY u.user_id"
+            "SELECT u.user_id, (SELECT v.user_id FROM users v WHERE v.first_name = u.first_name "
+            "AND v.last_name = u.last_name AND v.zip != u.zip ORDER BY v.user_id) AS twin "
+            "FROM users u WHERE twin IS NOT NULL ORDER BY u.user_id"
         )
+        twins = {}
+        for row in namesakes:
+            twin = store.row("SELECT * FROM users WHERE user_id = ?", (row["twin"],))
+            method = store.value(
+                "SELECT payment_method_id FROM payment_methods WHERE user_id = ? "
+                "ORDER BY payment_method_id",
+                (row["twin"],),
+            )
+            twins[row["user_id"]] = (twin, method)
         found = Catalog(
             products,
             {k: tuple(v) for k, v in variants.items()},
             tuple(r["user_id"] for r in namesakes),
+            twins,
         )
         if len(_CATALOGS) >= 8:
             _CATALOGS.pop(next(iter(_CATALOGS)))
@@ -115,10 +127,14 @@ def _list(words: list[str]) -> str:
 class Builder:
     """Draws one task's orders and parts for `user`."""
 
-    def __init__(self, store: Store, rng: np.random.Generator, user: dict[str, Any]) -> None:
+    def __init__(
+        self, store: Store, rng: np.random.Generator, user: dict[str, Any], world: Catalog
+    ) -> None:
         self.store, self.rng, self.user = store, rng, user
         self.user_id = user["user_id"]
-        self.catalog = catalog(store)
+        self.catalog = world
+        #: order id -> (status, item ids) of the orders this task added
+        self.orders: dict[str, tuple[str, list[str]]] = {}
         self.products = self.catalog.products
         used = store.rows(
             "SELECT DISTINCT i.product_id FROM orders o JOIN order_items l USING (order_id) "
@@ -239,6 +255,7 @@ class Builder:
             address=self.user,
             **kw,
         )
+        self.orders[order_id] = (status, [i["item_id"] for i in items])
         return order_id, items, targets
 
     def recent(self) -> int:

@@ -94,8 +94,8 @@ def _auth_lookup(user: dict[str, Any], by_email: bool) -> Action:
     return Action("find_user_id_by_name_zip", args)
 
 
-def _namesake_user(store: Store, rng: np.random.Generator) -> dict[str, Any]:
-    user_id = _pick(rng, P.catalog(store).namesakes)
+def _namesake_user(store: Store, rng: np.random.Generator, world: P.Catalog) -> dict[str, Any]:
+    user_id = _pick(rng, world.namesakes)
     return store.row("SELECT * FROM users WHERE user_id = ?", (user_id,))
 
 
@@ -122,8 +122,9 @@ def _make_task(store: Store, rng: np.random.Generator, difficulty: str, task_id:
     hard = difficulty == "hard"
     # The base seeds every level alike: mix the level in, so seed 1 differs per level.
     rng = np.random.default_rng([int(rng.integers(2**32)), LEVELS.index(difficulty)])
-    user = _namesake_user(store, rng) if hard else _any_user(store, rng)
-    builder = P.Builder(store, rng, user)
+    world = P.catalog(store)
+    user = _namesake_user(store, rng, world) if hard else _any_user(store, rng)
+    builder = P.Builder(store, rng, user, world)
     if difficulty == "easy":
         families: tuple[str, ...] = (_pick(rng, EASY),)
     elif difficulty == "medium":
