@@ -106,9 +106,9 @@ def forbidden(b: Builder, family: str) -> Forbidden:
 
 def namesake(b: Builder, order_id: str | None) -> None:
     """Give a user of the same name (another zip code) an order of the same items."""
-    if order_id is None or b.user_id not in b.catalog.twins:
+    if order_id is None or b.user_id not in b.world.twins:
         return
-    twin, method = b.catalog.twins[b.user_id]
+    twin, method = b.world.twins[b.user_id]
     status, items = b.orders[order_id]
     add_order(
         b.store,

@@ -9,7 +9,6 @@ lamp" names one item. Money is computed in cents (`world.cents`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +16,7 @@ import numpy as np
 
 from envgym.envs.retail.world import (
     RETURN_WINDOW_DAYS,
+    WorldView,
     add_order,
     cents,
     dollars,
@@ -26,7 +26,7 @@ from envgym.envs.retail.world import (
 )
 from envgym.envs.toolworld import Action, Store
 
-__all__ = ["Builder", "Catalog", "Part", "address_text", "catalog", "item_words"]
+__all__ = ["Builder", "Part", "address_text", "item_words"]
 
 REASONS = {
     "no longer needed": ("I no longer need it", "I don't need it anymore"),
@@ -50,63 +50,6 @@ class Part:
     change_message: str = ""
 
 
-@dataclass(frozen=True)
-class Catalog:
-    """What tasks read of a world and never change: its products, their variants
-    (options parsed) and the users who have a namesake in another zip code."""
-
-    products: tuple[dict[str, Any], ...]
-    variants: dict[str, tuple[dict[str, Any], ...]]
-    namesakes: tuple[str, ...]
-    #: user id -> (their namesake's user row, the namesake's first payment method id)
-    twins: dict[str, tuple[dict[str, Any], str]]
-
-
-_CATALOGS: dict[str, Catalog] = {}
-
-
-def catalog(store: Store) -> Catalog:
-    """The `Catalog` of the world `store` was copied from, read once per process
-    (a world is known by its product ids, which its seed draws)."""
-    key = store.value(
-        "SELECT group_concat(product_id, ',') FROM (SELECT product_id FROM products "
-        "ORDER BY product_id)"
-    )
-    found = _CATALOGS.get(key)
-    if found is None:
-        products = tuple(store.rows("SELECT product_id, name FROM products ORDER BY product_id"))
-        variants: dict[str, list[dict[str, Any]]] = {p["product_id"]: [] for p in products}
-        for row in store.rows(
-            "SELECT i.*, p.name FROM items i JOIN products p USING (product_id) ORDER BY item_id"
-        ):
-            row["options"] = json.loads(row["options"])
-            variants[row["product_id"]].append(row)
-        namesakes = store.rows(
-            "SELECT u.user_id, (SELECT v.user_id FROM users v WHERE v.first_name = u.first_name "
-            "AND v.last_name = u.last_name AND v.zip != u.zip ORDER BY v.user_id) AS twin "
-            "FROM users u WHERE twin IS NOT NULL ORDER BY u.user_id"
-        )
-        twins = {}
-        for row in namesakes:
-            twin = store.row("SELECT * FROM users WHERE user_id = ?", (row["twin"],))
-            method = store.value(
-                "SELECT payment_method_id FROM payment_methods WHERE user_id = ? "
-                "ORDER BY payment_method_id",
-                (row["twin"],),
-            )
-            twins[row["user_id"]] = (twin, method)
-        found = Catalog(
-            products,
-            {k: tuple(v) for k, v in variants.items()},
-            tuple(r["user_id"] for r in namesakes),
-            twins,
-        )
-        if len(_CATALOGS) >= 8:
-            _CATALOGS.pop(next(iter(_CATALOGS)))
-        _CATALOGS[key] = found
-    return found
-
-
 def address_text(a: dict[str, str]) -> str:
     unit = f", {a['address2']}" if a["address2"] else ""
     return f"{a['address1']}{unit}, {a['city']}, {a['state']} {a['zip']}, {a['country']}"
@@ -128,14 +71,14 @@ class Builder:
     """Draws one task's orders and parts for `user`."""
 
     def __init__(
-        self, store: Store, rng: np.random.Generator, user: dict[str, Any], world: Catalog
+        self, store: Store, rng: np.random.Generator, user: dict[str, Any], world: WorldView
     ) -> None:
         self.store, self.rng, self.user = store, rng, user
         self.user_id = user["user_id"]
-        self.catalog = world
+        self.world = world
         #: order id -> (status, item ids) of the orders this task added
         self.orders: dict[str, tuple[str, list[str]]] = {}
-        self.products = self.catalog.products
+        self.products = self.world.products
         used = store.rows(
             "SELECT DISTINCT i.product_id FROM orders o JOIN order_items l USING (order_id) "
             "JOIN items i USING (item_id) WHERE o.user_id = ? ORDER BY i.product_id",
@@ -210,7 +153,7 @@ class Builder:
         return self._address
 
     def _variants(self, product_id: str) -> tuple[dict[str, Any], ...]:
-        return self.catalog.variants[product_id]
+        return self.world.variants[product_id]
 
     def order(
         self, status: str, size: int, swaps: int = 0, choices: int = 1, **kw: Any

@@ -31,6 +31,7 @@ import numpy as np
 from envgym.envs.retail import parts as P
 from envgym.envs.retail.hard import FORBIDDEN, namesake
 from envgym.envs.retail.hard import forbidden as forbid
+from envgym.envs.retail.world import WorldView, world_view
 from envgym.envs.toolworld import Action, Fact, Store, Task
 
 __all__ = ["ASKABLE", "make_task"]
@@ -94,7 +95,7 @@ def _auth_lookup(user: dict[str, Any], by_email: bool) -> Action:
     return Action("find_user_id_by_name_zip", args)
 
 
-def _namesake_user(store: Store, rng: np.random.Generator, world: P.Catalog) -> dict[str, Any]:
+def _namesake_user(store: Store, rng: np.random.Generator, world: WorldView) -> dict[str, Any]:
     user_id = _pick(rng, world.namesakes)
     return store.row("SELECT * FROM users WHERE user_id = ?", (user_id,))
 
@@ -122,7 +123,7 @@ def _make_task(store: Store, rng: np.random.Generator, difficulty: str, task_id:
     hard = difficulty == "hard"
     # The base seeds every level alike: mix the level in, so seed 1 differs per level.
     rng = np.random.default_rng([int(rng.integers(2**32)), LEVELS.index(difficulty)])
-    world = P.catalog(store)
+    world = world_view(store)
     user = _namesake_user(store, rng, world) if hard else _any_user(store, rng)
     builder = P.Builder(store, rng, user, world)
     if difficulty == "easy":

@@ -9,7 +9,8 @@ history and, once shipped, tracking. About 2,300 rows; no download.
 
 Money is stored in dollars with two decimals and always computed in whole
 cents (`cents`, `dollars`), so the same writes in any order give the same
-store. `add_order` is also how a task adds the orders it is about.
+store. `add_order` is also how a task adds the orders it is about, and
+`world_view` what tasks read of a world, once per process.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,6 +37,7 @@ from envgym.envs.toolworld import Store
 
 __all__ = [
     "RETURN_WINDOW_DAYS",
+    "WorldView",
     "SCHEMA",
     "STATUSES",
     "TODAY",
@@ -45,6 +48,7 @@ __all__ = [
     "dollars",
     "new_address",
     "options_text",
+    "world_view",
 ]
 
 #: The world's "today" (the policy states it; delivery dates count back from it).
@@ -330,3 +334,60 @@ def build_world(seed: int) -> Store:
             method = methods[int(rng.integers(len(methods)))]
             add_order(store, rng, user_id, status, items, method)
     return store
+
+
+@dataclass(frozen=True)
+class WorldView:
+    """What tasks read of a world and never change: its products, their variants
+    (options parsed) and the users who have a namesake in another zip code."""
+
+    products: tuple[dict[str, Any], ...]
+    variants: dict[str, tuple[dict[str, Any], ...]]
+    namesakes: tuple[str, ...]
+    #: user id -> (their namesake's user row, the namesake's first payment method id)
+    twins: dict[str, tuple[dict[str, Any], str]]
+
+
+_VIEWS: dict[str, WorldView] = {}
+
+
+def world_view(store: Store) -> WorldView:
+    """The `WorldView` of the world `store` was copied from, read once per process
+    (a world is known by its product ids, which its seed draws)."""
+    key = store.value(
+        "SELECT group_concat(product_id, ',') FROM (SELECT product_id FROM products "
+        "ORDER BY product_id)"
+    )
+    found = _VIEWS.get(key)
+    if found is None:
+        products = tuple(store.rows("SELECT product_id, name FROM products ORDER BY product_id"))
+        variants: dict[str, list[dict[str, Any]]] = {p["product_id"]: [] for p in products}
+        for row in store.rows(
+            "SELECT i.*, p.name FROM items i JOIN products p USING (product_id) ORDER BY item_id"
+        ):
+            row["options"] = json.loads(row["options"])
+            variants[row["product_id"]].append(row)
+        namesakes = store.rows(
+            "SELECT u.user_id, (SELECT v.user_id FROM users v WHERE v.first_name = u.first_name "
+            "AND v.last_name = u.last_name AND v.zip != u.zip ORDER BY v.user_id) AS twin "
+            "FROM users u WHERE twin IS NOT NULL ORDER BY u.user_id"
+        )
+        twins = {}
+        for row in namesakes:
+            twin = store.row("SELECT * FROM users WHERE user_id = ?", (row["twin"],))
+            method = store.value(
+                "SELECT payment_method_id FROM payment_methods WHERE user_id = ? "
+                "ORDER BY payment_method_id",
+                (row["twin"],),
+            )
+            twins[row["user_id"]] = (twin, method)
+        found = WorldView(
+            products,
+            {k: tuple(v) for k, v in variants.items()},
+            tuple(r["user_id"] for r in namesakes),
+            twins,
+        )
+        if len(_VIEWS) >= 8:
+            _VIEWS.pop(next(iter(_VIEWS)))
+        _VIEWS[key] = found
+    return found
