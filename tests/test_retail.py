@@ -612,3 +612,47 @@ def test_a_fair_agent_that_never_sees_the_task_solves_every_easy_task():
             if not done:
                 reply = agent.send(obs)
         assert info["success"], (seed, obs, info["grade"])
+
+
+@pytest.mark.parametrize("level", ("medium", "hard"))
+def test_what_the_user_says_names_one_item_one_variant_and_one_payment_method(level):
+    """Without order numbers, the words are enough: each item the request names
+    (product and options) is in exactly one of the user's orders, each variant
+    asked for is exactly one of its product's, each card named is one card."""
+    env = RetailEnv(difficulty=level)
+    item = re.compile(r"the ([A-Z][A-Za-z -]+?) \(([^)]*)\)")
+    card = re.compile(r"my (\w+) card ending in (\d{4})")
+    for seed in range(60):
+        env.reset(seed=seed)
+        task, store = env.task, env.store
+        lines = store.rows(
+            "SELECT p.name, i.options FROM orders o JOIN order_items l USING (order_id) "
+            "JOIN items i USING (item_id) JOIN products p USING (product_id) WHERE o.user_id = ?",
+            (task.user_id,),
+        )
+        owned = [
+            (r["name"], frozenset(f"{k} {v}" for k, v in json.loads(r["options"]).items()))
+            for r in lines
+        ]
+        text = " ".join([task.request, task.change_message])
+        for name, options in item.findall(text):
+            assert owned.count((name, frozenset(options.split(", ")))) == 1, (seed, name, options)
+        for brand, last_four in card.findall(text):
+            found = store.value(
+                "SELECT COUNT(*) FROM payment_methods WHERE user_id = ? AND brand = ? "
+                "AND last_four = ?",
+                (task.user_id, brand.lower(), last_four),
+            )
+            assert found == 1, (seed, brand, last_four)
+        for action in task.actions:
+            for new_id in action.arguments.get("new_item_ids", ()):
+                row = store.row(
+                    "SELECT product_id, options FROM items WHERE item_id = ?", (new_id,)
+                )
+                said = ", ".join(f"{k} {v}" for k, v in json.loads(row["options"]).items())
+                assert said in text, (seed, said)
+                same = store.value(
+                    "SELECT COUNT(*) FROM items WHERE product_id = ? AND options = ?",
+                    (row["product_id"], row["options"]),
+                )
+                assert same == 1
