@@ -1,7 +1,8 @@
-"""envgym/Retail-v0: the generic oracle solves every task, random and
-policy-breaking play earn nothing, the tools refuse bad calls with errors the
-agent can act on and change exactly the rows they should, the user reveals
-exactly what its task holds, and a snapshot restores mid-episode."""
+"""envgym/Retail-v0 episodes: the generic oracle solves every task, random and
+policy-breaking play and attacks on the conversation earn nothing, a fair agent
+that never sees the task solves the easy level, the user reveals exactly what
+its task holds, and a snapshot restores mid-episode (the tools and the store:
+test_retail_tools.py)."""
 
 from __future__ import annotations
 
