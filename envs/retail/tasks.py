@@ -156,7 +156,8 @@ def _make_task(store: Store, rng: np.random.Generator, difficulty: str, task_id:
     if forbidden is not None:
         wishes.insert(int(rng.integers(1, len(wishes) + 1)), forbidden.said)
     request = wishes[0] + "".join(_pick(rng, CONNECTORS) + _lower(w) for w in wishes[1:])
-    opening = f"{_pick(rng, GREETINGS)} {request}"
+    greeting = _pick(rng, GREETINGS)
+    opening = f"{greeting} {_lower(request) if greeting.endswith(',') else request}"
     stated: tuple[str, ...] = ()
     if difficulty == "easy":
         opening += " " + " ".join(dict.fromkeys(f.said for f in facts))
