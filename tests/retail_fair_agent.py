@@ -1,4 +1,4 @@
-"""A fair scripted agent for Retail's easy and medium levels: it reads only
+"""A fair scripted agent for every level of Retail: it reads only
 what an agent sees (the user's messages and the tools' results), never the
 hidden task, so its success shows that the user's words say enough to solve a
 task and that the user answers an agent's questions.
@@ -6,8 +6,10 @@ task and that the user answers an agent's questions.
 It asks for the facts the opening lacks, authenticates, reads every order of
 the user, splits the request into wishes, finds each wish's order, items and
 new variants by the names and options the user gave and the payment method
-the user named, asks for confirmation naming the ids, makes each write, and
-tells the amounts it computed from the tools' results in its last message.
+the user named, refuses what the policy forbids (a refund to another card, a
+return after 30 days, a second item modification), asks for confirmation
+naming the ids (and follows a change of mind), makes each write, and tells the
+amounts it computed from the tools' results in its last message.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from typing import Any
 Reply = Generator[str, str, None]
 
 _ITEM = re.compile(r"the ([A-Z][A-Za-z -]+?) \(([^)]*)\)")
-_NEW = re.compile(r"for the one with (.+?)(?= and the [A-Z]| from an order|;|$)")
+_NEW = re.compile(r"for the one with (.+?)(?= and the [A-Z]| from an order|;|, paid|\.$|$)")
+_CHANGED = re.compile(r"the one with (.+?)(?: instead)?\.$")
+#: The policy's last delivery date a return or an exchange may have (30 days before today).
+_WINDOW_START = "2026-05-16"
 _CARD = re.compile(r"my (\w+) card ending in (\d{4})")
 _WISHES = re.compile(r"(?<=[.?:]) (?:Also, |And |On top of that, |Besides that, )")
 _ADDRESS = re.compile(
@@ -105,8 +110,24 @@ def fair_agent(opening: str) -> Reply:
         kind = "gift_card" if "gift card" in text else "paypal"
         return next(m for m in methods if m["source"] == kind)
 
+    def forbidden(wish: str) -> bool:
+        """Whether the policy forbids `wish` (then it is refused before any write)."""
+        named = [where[(n, _options(o))] for n, o in _ITEM.findall(wish)]
+        if not named or "cancel" in wish or "new address" in wish or "gift card" in wish:
+            return False
+        order = named[0][0]
+        if "return" in wish or "send back" in wish:
+            if order["delivered_date"] < _WINDOW_START:
+                return True
+            if "original payment method" in wish:
+                return False
+            method = method_named(wish.rsplit("refund", 1)[1])["payment_method_id"]
+            return method != order["payment_history"][0]["payment_method_id"]
+        return bool(order["items_modified"])
+
     told = []
-    for wish in _WISHES.split(request):
+    wishes = _WISHES.split(request)
+    for wish in [w for w in wishes if forbidden(w)] + [w for w in wishes if not forbidden(w)]:
         named = [where[(n, _options(o))] for n, o in _ITEM.findall(wish)]
         order = named[0][0] if named else None
         order_id = order["order_id"] if order else None
@@ -138,10 +159,25 @@ def fair_agent(opening: str) -> Reply:
             told.append(_money(_cents(gift["balance"]) - _cents(order["total"])))
         elif "return" in wish or "send back" in wish:
             paid = order["payment_history"][0]["payment_method_id"]
-            gift = "gift card" in wish
-            method = method_named("gift card")["payment_method_id"] if gift else paid
+            if "original payment method" in wish:
+                method = paid
+            else:
+                method = method_named(wish.rsplit("refund", 1)[1])["payment_method_id"]
             ids = [i["item_id"] for _, i in named]
-            yield f"I will return {', '.join(ids)} of {order_id}, refund to {method}. Proceed?"
+            late = order["delivered_date"] < _WINDOW_START
+            if late or (method != paid and not method.startswith("gift_card")):
+                why = "it was delivered more than 30 days ago" if late else "of the refund"
+                yield (
+                    f"I'm sorry, I cannot return {', '.join(ids)} of {order_id} with a refund "
+                    f"to {method}: {why}; the policy does not allow it."
+                )
+                continue
+            reply = yield (
+                f"I will return {', '.join(ids)} of {order_id}, refund to {method}. Proceed?"
+            )
+            if "mind" in reply or "thought" in reply:
+                method = paid if "original" in reply else method_named(reply)["payment_method_id"]
+                yield f"I will return {', '.join(ids)} of {order_id}, refund to {method}. Proceed?"
             yield _call(
                 "return_delivered_order_items",
                 order_id=order_id,
@@ -150,35 +186,54 @@ def fair_agent(opening: str) -> Reply:
             )
             told.append(_money(sum(_cents(i["price"]) for _, i in named)))
         else:  # an exchange or a modification: "the X (...) for the one with ..."
-            olds, news, difference = [], [], 0
+            olds, news, variants = [], [], []
             for (_, old), wanted in zip(named, _NEW.findall(wish), strict=True):
                 product = _result(
                     (yield _call("get_product_details", product_id=old["product_id"]))
                 )
-                new_id, new = next(
-                    (k, v)
+                variants.append(product["variants"])
+                new_id = next(
+                    k
                     for k, v in product["variants"].items()
                     if _options(v["options"]) == _options(wanted)
                 )
-                olds.append(old["item_id"])
+                olds.append(old)
                 news.append(new_id)
-                difference += _cents(new["price"]) - _cents(old["price"])
-            method = method_named(wish.split("please use", 1)[1])["payment_method_id"]
-            tool = (
-                "exchange_delivered_order_items"
-                if "exchange" in wish
-                else "modify_pending_order_items"
+            if order["items_modified"]:
+                yield (
+                    f"I'm sorry, I cannot change the items of {order_id} for {', '.join(news)}: "
+                    "its items were already modified once, and the policy allows it only once."
+                )
+                continue
+            words = wish.split("please use", 1)[1] if "please use" in wish else wish
+            method = method_named(words)["payment_method_id"]
+            exchange = "exchange" in wish
+            tool = "exchange_delivered_order_items" if exchange else "modify_pending_order_items"
+
+            old_ids = ", ".join(o["item_id"] for o in olds)
+            reply = yield (
+                f"I will change {old_ids} in {order_id} for {', '.join(news)}, using {method}. "
+                "Proceed?"
             )
-            yield (
-                f"I will change {', '.join(olds)} in {order_id} for {', '.join(news)}, using "
-                f"{method}. Proceed?"
-            )
+            if "mind" in reply or "thought" in reply:
+                wanted = _CHANGED.search(reply)[1]
+                news[0] = next(
+                    k for k, v in variants[0].items() if _options(v["options"]) == _options(wanted)
+                )
+                yield (
+                    f"I will change {old_ids} in {order_id} for {', '.join(news)}, using "
+                    f"{method}. Proceed?"
+                )
             yield _call(
                 tool,
                 order_id=order_id,
-                item_ids=olds,
+                item_ids=[o["item_id"] for o in olds],
                 new_item_ids=news,
                 payment_method_id=method,
+            )
+            difference = sum(
+                _cents(variants[i][n]["price"]) - _cents(o["price"])
+                for i, (o, n) in enumerate(zip(olds, news, strict=True))
             )
             told.append(_money(abs(difference)))
     yield "All done. The amounts: " + ", ".join(told) + "."

@@ -1,6 +1,6 @@
 """envgym/Retail-v0 episodes: the generic oracle solves every task, random and
 policy-breaking play and attacks on the conversation earn nothing, a fair agent
-that never sees the task solves the easy level, the user reveals exactly what
+that never sees the task solves every level, the user reveals exactly what
 its task holds, and a snapshot restores mid-episode (the tools and the store:
 test_retail_tools.py)."""
 
@@ -360,15 +360,15 @@ def test_task_ids_replay_and_world_seed_changes_the_world():
         env.reset(options={"task_id": "airline-easy-1"})
 
 
-@pytest.mark.parametrize("level", ("easy", "medium"))
+@pytest.mark.parametrize("level", LEVELS)
 def test_a_fair_agent_that_never_sees_the_task_solves_every_task(level):
     """The user's words say enough: `retail_fair_agent` reads only the
-    observations (no hidden task), asks for what it lacks, and succeeds on every
-    seed of the easy and medium levels."""
+    observations (no hidden task), asks for what it lacks, refuses what the
+    policy forbids, follows a change of mind, and succeeds on every seed."""
     from retail_fair_agent import fair_agent
 
     env = gym.make(ID, difficulty=level)
-    for seed in range(100):
+    for seed in range(SWEEP):
         obs, info = env.reset(seed=seed)
         agent = fair_agent(obs)
         reply = next(agent)
