@@ -125,6 +125,15 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         scoring_kwargs=("split", "num_products", "observation"),
     ),
     EnvSpec(
+        id="envgym/Retail-v0",
+        entry_point="envgym.envs.retail:RetailEnv",
+        description="Serve an online shop's customers with stateful tools under a written "
+        "policy (tau-bench-like)",
+        tags=("tool-use", "customer-service", "user-simulation", "multi-turn", "tau-bench-like"),
+        oracle="envgym.envs.toolworld.oracle:ToolWorldOracle",
+        scoring_kwargs=("world_seed",),
+    ),
+    EnvSpec(
         id="envgym/Code-v0",
         entry_point="envgym.envs.code:CodeEnv",
         description="Write a Python function, test it in a sandbox, submit it (basic or HumanEval)",

@@ -350,7 +350,7 @@ class ToolWorldEnv(TextEnv):
     def grade(self) -> dict[str, Any]:
         """The episode's verdict so far: store, outputs, policy and transfer."""
         goal = self.goal_store()
-        store_match = goal.content() == self.store.content()
+        store_match = goal.same_content(self.store)
         told = [
             normalize(m)
             for m in self._messages
