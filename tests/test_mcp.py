@@ -288,3 +288,49 @@ def test_envs_without_tools_are_played_with_act(env_id: str, reply: str) -> None
             assert (text_of(result), result.structured_content["reward"]) == (obs, reward)
 
     anyio.run(main)
+
+
+@pytest.mark.parametrize("env_id", ["envgym/Retail-v0", "envgym/Airline-v0"])
+def test_a_tool_world_oracle_episode_through_mcp(env_id: str) -> None:
+    """A tool world's own tools are MCP tools; the gold dialogue played through
+    them (messages to the simulated user through `act`) gets what playing the
+    env directly gets, and the user's hidden task is never sent."""
+    from envgym.agents import make_agent
+    from envgym.parsing import parse_tool_calls
+
+    env = gym.make(env_id, difficulty="hard")
+    obs, info = env.reset(seed=5)
+    oracle, replies, rewards, observations, done = make_agent("oracle", env), [], [], [], False
+    while not done:
+        replies.append(oracle.act(obs, info))
+        obs, reward, terminated, truncated, info = env.step(replies[-1])
+        rewards.append(float(reward))
+        observations.append(obs)
+        done = terminated or truncated
+    assert info["success"]
+    tool_names = {t["function"]["name"] for t in info["tools"]}
+
+    async def main() -> list[str]:
+        seen = []
+        async with over_stdio(env_id, "--difficulty", "hard") as session:
+            listed = (await session.list_tools()).tools
+            assert {t.name for t in listed} == tool_names | {"reset", "act"}
+            seen.append((await session.call_tool("reset", {"seed": 5})).model_dump_json())
+            got_rewards, got_observations = [], []
+            for reply in replies:
+                calls, _ = parse_tool_calls(reply)
+                if "<tool_call>" in reply and len(calls) == 1:
+                    result = await session.call_tool(calls[0].name, calls[0].arguments)
+                else:
+                    result = await session.call_tool("act", {"reply": reply})
+                assert not result.is_error, text_of(result)
+                got_rewards.append(result.structured_content["reward"])
+                got_observations.append(text_of(result))
+                seen.append(result.model_dump_json())
+            assert got_rewards == rewards
+            assert got_observations == observations
+            assert result.structured_content["info"]["success"] is True
+        return seen
+
+    received = "\n".join(anyio.run(main))
+    assert "privileged" not in received and "gold_actions" not in received

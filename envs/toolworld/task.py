@@ -126,7 +126,9 @@ class Task:
             "gold_lookups": [action.as_dict() for action in self.lookups],
             "outputs": list(self.outputs),
             "facts": {fact.name: fact.value for fact in self.facts},
-            "forbidden_action": None if self.forbidden is None else self.forbidden.as_dict(),
+            # {} rather than None: a vector env merges infos key by key, and a key
+            # that is a dict in one env and None in another breaks Gymnasium's merge.
+            "forbidden_action": {} if self.forbidden is None else self.forbidden.as_dict(),
             "transfer": self.transfer,
         }
 
