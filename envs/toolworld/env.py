@@ -187,6 +187,10 @@ class ToolWorldEnv(TextEnv):
         rng = np.random.default_rng([task_seed, 7])
         self.task = self.domain.make_task(self.store, rng, self.difficulty, self.task_id)
         self._initial = self.store.to_bytes()
+        # A fresh connection on the task's initial rows: its `written` tables are
+        # the ones the agent's calls may have changed, all that grading compares.
+        self.store.close()
+        self.store = Store(data=self._initial)
         self.user = SimulatedUser(self.task, self.domain.askable, seed=task_seed)
         self._done = [False] * len(self.task.actions)
         self._authenticated: str | None = None
@@ -197,6 +201,7 @@ class ToolWorldEnv(TextEnv):
         self._tool_calls = 0
         self._transferred = False
         self._grade: dict[str, Any] | None = None
+        self._goal: _Shared | None = None
         return self.user.opening()
 
     # ------------------------------------------------------------------ step
@@ -322,8 +327,10 @@ class ToolWorldEnv(TextEnv):
 
     def grade(self) -> dict[str, Any]:
         """The episode's verdict so far: store, outputs, policy and transfer."""
-        goal = self.goal_store()
-        store_match = goal.content() == self.store.content()
+        if self._goal is None:  # the same for the whole episode
+            self._goal = _Shared(self.goal_store())
+        goal = self._goal.value
+        store_match = goal.same_rows(self.store, goal.written | self.store.written)
         told = [
             normalize(m)
             for m in self._messages
@@ -370,6 +377,25 @@ class ToolWorldEnv(TextEnv):
 
     def _render_text(self) -> str:
         return self._last_obs
+
+
+class _Shared:
+    """A value that never changes, shared by a snapshot instead of copied (the
+    goal store, built once per episode and only read)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Shared:
+        return self
+
+    def __getstate__(self) -> Any:
+        return self.value
+
+    def __setstate__(self, value: Any) -> None:
+        self.value = value
 
 
 def _wrap(result: str) -> str:
