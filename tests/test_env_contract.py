@@ -186,6 +186,12 @@ def test_info_keys_follow_the_shared_contract(env_id, difficulty):
     assert info["turn"] == 1 and info["action_valid"] is True
     if terminated or truncated:  # one decision can end a game (a Kuhn poker fold)
         env.reset(seed=4)
+    if "user-simulation" in envgym.get_spec(env_id).tags:
+        # Plain text is a message to the simulated user there; a broken call is malformed.
+        obs, reward, terminated, truncated, info = env.step("<tool_call>{no json</tool_call>")
+        assert info["action_valid"] is False
+        assert '{"name": "TOOL", "arguments": {...}}' in obs, "feedback should say the format"
+        return
     obs, reward, terminated, truncated, info = env.step("no tags here")
     assert info["action_valid"] is False
     assert "answer" in obs.lower(), "feedback should say how to write a valid reply"
