@@ -336,7 +336,7 @@ class ToolWorldEnv(TextEnv):
             for m in self._messages
             if len(set(_AMOUNT.findall(m))) <= AMOUNTS_PER_MESSAGE
         ]
-        missing = [o for o in self.task.outputs if not any(normalize(o) in m for m in told)]
+        missing = [o for o in self.task.outputs if not any(_says(m, o) for m in told)]
         transfer_ok = self._transferred == self.task.transfer
         grade = {
             "store_match": store_match,
@@ -377,6 +377,13 @@ class ToolWorldEnv(TextEnv):
 
     def _render_text(self) -> str:
         return self._last_obs
+
+
+def _says(message: str, output: str) -> bool:
+    """A normalized message states `output` as a whole value: "0.00" is not
+    told by "$10.00", nor "50.00" by "$150.00"."""
+    value = re.escape(normalize(output))
+    return re.search(rf"(?<![\w.]){value}(?![\w]|\.\d)", message) is not None
 
 
 class _Shared:
