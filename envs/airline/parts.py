@@ -92,16 +92,10 @@ class Ctx:
         trip = bool(rng.random() < 0.4) if round_trip is None else round_trip
         for _ in range(50):
             day = first or DATES[int(rng.integers(13, 20))]
-            legs = random_legs(self.store, rng, day, round_trip=trip, exclude=sorted(self.used))
-            rows = [
-                self.store.row(
-                    "SELECT * FROM flight_dates WHERE flight_number = ? AND date = ?", leg
-                )
-                for leg in legs
-            ]
+            legs = random_legs(self.store, rng, day, round_trip=trip, exclude=self.used)
             if all(
                 r[f"seats_{cabin}"] >= count and (ok(r) if ok else r["status"] == "available")
-                for r in rows
+                for r in legs
             ):
                 break
         created = (
@@ -118,7 +112,7 @@ class Ctx:
             insurance=insurance,
             created_at=created,
         )
-        self.used.update(number for number, _ in legs)
+        self.used.update(leg["flight_number"] for leg in legs)
         return reservation_details(self.store, rid)
 
     def lookup(self, res: dict[str, Any]) -> Action:
@@ -220,18 +214,14 @@ def _dates_for(ctx: Ctx, res: dict[str, Any]) -> list[str]:
     first = res["flights"][0]
     last = res["flights"][1]["date"] if len(res["flights"]) > 1 else DATES[-1]
     count = len(res["passengers"])
-    found = []
-    for days in (-3, -2, -1, 1, 2, 3, 4):
-        day = shift(first["date"], days)
-        if not (shift(TODAY, 2) <= day < last and day <= DATES[-1]):
-            continue
-        row = ctx.store.row(
-            "SELECT status, seats_" + res["cabin"] + " AS seats FROM flight_dates "
-            "WHERE flight_number = ? AND date = ?",
-            (first["flight_number"], day),
-        )
-        if row and row["status"] == "available" and row["seats"] >= count:
-            found.append(day)
+    days = [shift(first["date"], d) for d in (-3, -2, -1, 1, 2, 3, 4)]
+    days = [d for d in days if shift(TODAY, 2) <= d < last and d <= DATES[-1]]
+    rows = ctx.store.rows(
+        f"SELECT date FROM flight_dates WHERE flight_number = ? AND status = 'available' "
+        f"AND seats_{res['cabin']} >= ? AND date IN ({', '.join('?' * len(days))}) ORDER BY date",
+        (first["flight_number"], count, *days),
+    )
+    found = [r["date"] for r in rows]
     return found
 
 

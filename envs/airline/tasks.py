@@ -12,7 +12,8 @@
   not cancellable, change a basic economy flight, compensation for a regular
   member without insurance, cancel a trip already flown), a change of mind
   about the new date of a flight, and another user of the same name in another
-  zip code; the user knows their name, zip code and email, not their user id.
+  zip code (the world has 40 such pairs); the user knows their name, zip code
+  and email or date of birth, not their user id.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from envgym.envs.airline.parts import (
     trip_words,
     upgrade_part,
 )
-from envgym.envs.airline.world import DATES, TODAY, add_reservation, add_user, random_legs, shift
+from envgym.envs.airline.world import DATES, TODAY, shift
 from envgym.envs.toolworld import Action, Fact, Store, Task
 
 __all__ = ["ASKABLE", "make_task"]
@@ -79,9 +80,17 @@ def _payment(store: Store, ctx_rng: np.random.Generator, user_id: str) -> tuple[
     return card["payment_id"], f"{card['brand']} card ending in {card['last_four']}"
 
 
-def _user(store: Store, rng: np.random.Generator) -> dict[str, Any]:
-    count = store.value("SELECT COUNT(*) FROM users")
-    return store.row("SELECT * FROM users LIMIT 1 OFFSET ?", (int(rng.integers(count)),))
+_TWINNED = (
+    "FROM users u WHERE EXISTS (SELECT 1 FROM users t WHERE t.last_name = u.last_name "
+    "AND t.first_name = u.first_name AND t.user_id != u.user_id)"
+)
+
+
+def _user(store: Store, rng: np.random.Generator, twinned: bool) -> dict[str, Any]:
+    """A random user; with `twinned`, one who shares their name with another user."""
+    where = _TWINNED if twinned else "FROM users u"
+    count = store.value(f"SELECT COUNT(*) {where}")
+    return store.row(f"SELECT u.* {where} LIMIT 1 OFFSET ?", (int(rng.integers(count)),))
 
 
 def _forbidden(ctx: Ctx, kind: str) -> tuple[Action, str, str]:
@@ -187,7 +196,7 @@ def _facts(
 
 
 def make_task(store: Store, rng: np.random.Generator, difficulty: str, task_id: str) -> Task:
-    user = _user(store, rng)
+    user = _user(store, rng, twinned=difficulty == "hard")
     payment = _payment(store, rng, user["user_id"])
     ctx = Ctx(store, rng, user, payment[0])
     check = "email" if rng.random() < 0.6 else "date_of_birth"
@@ -291,19 +300,6 @@ def _business_seats(row: dict[str, Any]) -> bool:
     return row["status"] == "available" and row["seats_business"] >= 3
 
 
-def _distractor(ctx: Ctx) -> None:
-    """Another user of the same name, in another zip code, with a trip of their own."""
-    store, rng, user = ctx.store, ctx.rng, ctx.user
-    twin = add_user(store, rng, user["first_name"], user["last_name"])
-    while twin["zip_code"] == user["zip_code"]:
-        twin["zip_code"] = f"{int(rng.integers(10000, 99999))}"
-        store.execute(
-            "UPDATE users SET zip_code = ? WHERE user_id = ?", (twin["zip_code"], twin["user_id"])
-        )
-    legs = random_legs(store, rng, DATES[int(rng.integers(13, 20))], round_trip=False)
-    add_reservation(store, rng, twin, legs, "economy", created_at=f"{shift(TODAY, -5)}T09:00:00")
-
-
 def _hard(ctx: Ctx, task_id: str, check: str, payment: tuple[str, str]) -> Task:
     kind = ctx.pick(("cancel", "basic", "compensation", "flown"))
     forbidden, forbidden_words, reason = _forbidden(ctx, kind)
@@ -321,7 +317,6 @@ def _hard(ctx: Ctx, task_id: str, check: str, payment: tuple[str, str]) -> Task:
             parts.append(passenger_part(ctx))
         else:
             parts.append(upgrade_part(ctx))
-    _distractor(ctx)
     names = ("name", "zip_code", check, "payment_method")
     facts = _facts(ctx.rng, ctx.user, names, payment)
     wishes = [p.wish for p in parts]

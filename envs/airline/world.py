@@ -2,9 +2,10 @@
 
 `build_world(world_seed)` makes the store every task of that seed starts from:
 30 airports, 72 daily flights (both directions of 36 routes) with a status,
-seats and prices per cabin for each date of June 2026, 200 users with saved
+seats and prices per cabin for each date of June 2026, 240 users with saved
 passengers and payment methods (credit cards, gift cards with a balance, travel
-certificates), and their reservations. "Today" is fixed (`TODAY`, `NOW`) so
+certificates), and their reservations; 40 of the users share their name with
+another user in another zip code (the hard tasks' distractors). "Today" is fixed (`TODAY`, `NOW`) so
 tasks replay exactly. Everything is ASCII; amounts are whole dollars.
 
 The helpers below it (`free_bags`, `add_reservation`, ...) are shared by the
@@ -322,17 +323,16 @@ def add_reservation(
     store: Store,
     rng: np.random.Generator,
     user: dict[str, Any],
-    legs: Sequence[tuple[str, str]],
+    legs: Sequence[dict[str, Any]],
     cabin: str,
     *,
     passengers: int = 1,
     insurance: bool = False,
-    extra_bags: int = 0,
     created_at: str,
     status: str = "active",
 ) -> str:
-    """Insert a reservation of `user` on `legs` ((flight number, date), ...), paid
-    in full with the user's first credit card; returns its id."""
+    """Insert a reservation of `user` on `legs` (rows of `random_legs`), paid in
+    full with the user's first credit card; returns its id."""
     while True:
         reservation_id = new_id(rng)
         if (
@@ -340,76 +340,73 @@ def add_reservation(
             is None
         ):
             break
-    rows = [
-        store.row(
-            "SELECT f.origin, f.destination, d.price_" + cabin + " AS price FROM flights f "
-            "JOIN flight_dates d USING (flight_number) WHERE flight_number = ? AND date = ?",
-            leg,
-        )
-        for leg in legs
-    ]
-    round_trip = len(legs) == 2 and rows[0]["origin"] == rows[1]["destination"]
+    round_trip = len(legs) == 2 and legs[0]["origin"] == legs[1]["destination"]
     people = [(user["first_name"], user["last_name"], user["date_of_birth"])]
-    saved = store.rows(
-        "SELECT first_name, last_name, dob FROM saved_passengers WHERE user_id = ?",
-        (user["user_id"],),
-    )
-    while len(people) < passengers:
-        if saved:
-            people.append(tuple(saved.pop().values()))
-        else:
-            people.append((str(rng.choice(FIRST_NAMES)), user["last_name"], _dob(rng)))
+    if passengers > 1:
+        saved = store.rows(
+            "SELECT first_name, last_name, dob FROM saved_passengers WHERE user_id = ?",
+            (user["user_id"],),
+        )
+        while len(people) < passengers:
+            if saved:
+                people.append(tuple(saved.pop().values()))
+            else:
+                people.append((str(rng.choice(FIRST_NAMES)), user["last_name"], _dob(rng)))
     free = free_bags(user["membership"], cabin) * passengers
-    total_bags = int(rng.integers(0, free + 1)) + extra_bags
-    nonfree = max(0, total_bags - free)
+    total_bags = int(rng.integers(0, free + 1))
     store.execute(
-        "INSERT INTO reservations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO reservations VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
         (
             reservation_id,
             user["user_id"],
-            rows[0]["origin"],
-            rows[0]["destination"] if round_trip else rows[-1]["destination"],
+            legs[0]["origin"],
+            legs[0]["destination"] if round_trip else legs[-1]["destination"],
             "round_trip" if round_trip else "one_way",
             cabin,
             total_bags,
-            nonfree,
             "yes" if insurance else "no",
             created_at,
             status,
             "change_of_plan" if status == "cancelled" else None,
         ),
     )
-    for position, ((number, date), row) in enumerate(zip(legs, rows, strict=True)):
-        store.execute(
-            "INSERT INTO reservation_flights VALUES (?, ?, ?, ?, ?, ?, ?)",
+    store.executemany(
+        "INSERT INTO reservation_flights VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
             (
                 reservation_id,
-                position,
-                number,
-                date,
-                row["origin"],
-                row["destination"],
-                row["price"],
-            ),
-        )
-    for position, person in enumerate(people):
-        store.execute(
-            "INSERT INTO reservation_passengers VALUES (?, ?, ?, ?, ?)",
-            (reservation_id, position, *person),
-        )
-    total = sum(row["price"] for row in rows) * passengers
-    total += (INSURANCE_PRICE * passengers if insurance else 0) + BAG_PRICE * nonfree
-    card = store.value(
+                i,
+                leg["flight_number"],
+                leg["date"],
+                leg["origin"],
+                leg["destination"],
+                leg[f"price_{cabin}"],
+            )
+            for i, leg in enumerate(legs)
+        ],
+    )
+    store.executemany(
+        "INSERT INTO reservation_passengers VALUES (?, ?, ?, ?, ?)",
+        [(reservation_id, i, *person) for i, person in enumerate(people)],
+    )
+    total = sum(leg[f"price_{cabin}"] for leg in legs) * passengers
+    total += INSURANCE_PRICE * passengers if insurance else 0
+    card = user.get("card") or store.value(
         "SELECT payment_id FROM payment_methods WHERE user_id = ? AND source = 'credit_card' "
         "ORDER BY payment_id LIMIT 1",
         (user["user_id"],),
     )
-    store.execute("INSERT INTO payments VALUES (?, ?, ?, 'booking')", (reservation_id, card, total))
+    rows = [(reservation_id, card, total, "booking")]
     if status == "cancelled":
-        store.execute(
-            "INSERT INTO payments VALUES (?, ?, ?, 'refund')", (reservation_id, card, -total)
-        )
+        rows.append((reservation_id, card, -total, "refund"))
+    store.executemany("INSERT INTO payments VALUES (?, ?, ?, ?)", rows)
     return reservation_id
+
+
+_LEG = (
+    "SELECT d.*, f.origin, f.destination FROM flights f JOIN flight_dates d "
+    "USING (flight_number) WHERE {} AND d.date = ?"
+)
 
 
 def random_legs(
@@ -419,23 +416,18 @@ def random_legs(
     *,
     round_trip: bool,
     exclude: Sequence[str] = (),
-) -> list[tuple[str, str]]:
-    """A flight on `first` (a date) and, for a round trip, its return 2-6 days later."""
-    numbers = [
-        n
-        for n in store.rows("SELECT flight_number FROM flights ORDER BY flight_number")
-        if n["flight_number"] not in exclude
-    ]
-    number = numbers[int(rng.integers(len(numbers)))]["flight_number"]
-    legs = [(number, first)]
+) -> list[dict[str, Any]]:
+    """A flight on `first` (a date) and, for a round trip, its return 2-6 days
+    later, as rows of `flight_dates` with the flight's origin and destination."""
+    while True:
+        leg = store.row(_LEG.format("f.rowid = ?"), (int(rng.integers(1, 73)), first))
+        if leg["flight_number"] not in exclude:
+            break
+    legs = [leg]
     back = shift(first, int(rng.integers(2, 7)))
     if round_trip and back <= DATES[-1]:
-        ret = store.value(
-            "SELECT b.flight_number FROM flights a JOIN flights b "
-            "ON b.origin = a.destination AND b.destination = a.origin WHERE a.flight_number = ?",
-            (number,),
-        )
-        legs.append((ret, back))
+        where = "f.origin = ? AND f.destination = ?"
+        legs.append(store.row(_LEG.format(where), (leg["destination"], leg["origin"], back)))
     return legs
 
 
@@ -462,5 +454,20 @@ def build_world(world_seed: int) -> Store:
                 created_at=f"{created}T{int(rng.integers(6, 22)):02d}:00:00",
                 status="cancelled" if rng.random() < 0.1 else "active",
             )
+    # Distractors: 40 users share their name with another user in another zip code.
+    users = store.rows("SELECT user_id, first_name, last_name, zip_code FROM users")
+    for i in rng.choice(len(users), size=40, replace=False):
+        user = users[int(i)]
+        twin = add_user(store, rng, user["first_name"], user["last_name"])
+        if twin["zip_code"] == user["zip_code"]:
+            twin["zip_code"] = str(int(user["zip_code"]) % 89999 + 10001)
+            store.execute(
+                "UPDATE users SET zip_code = ? WHERE user_id = ?",
+                (twin["zip_code"], twin["user_id"]),
+            )
+        legs = random_legs(store, rng, DATES[int(rng.integers(13, 20))], round_trip=False)
+        add_reservation(
+            store, rng, twin, legs, "economy", created_at=f"{shift(TODAY, -5)}T09:00:00"
+        )
     store.execute("COMMIT")
     return store
