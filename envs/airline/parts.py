@@ -216,13 +216,14 @@ def _dates_for(ctx: Ctx, res: dict[str, Any]) -> list[str]:
     count = len(res["passengers"])
     days = [shift(first["date"], d) for d in (-3, -2, -1, 1, 2, 3, 4)]
     days = [d for d in days if shift(TODAY, 2) <= d < last and d <= DATES[-1]]
+    if not days:
+        return []
     rows = ctx.store.rows(
         f"SELECT date FROM flight_dates WHERE flight_number = ? AND status = 'available' "
         f"AND seats_{res['cabin']} >= ? AND date IN ({', '.join('?' * len(days))}) ORDER BY date",
         (first["flight_number"], count, *days),
     )
-    found = [r["date"] for r in rows]
-    return found
+    return [r["date"] for r in rows]
 
 
 def change_part(

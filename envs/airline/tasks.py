@@ -4,7 +4,8 @@
   states the user id, the email or date of birth, and every id needed.
 - medium: two writes on one reservation (change a flight's date and add bags,
   cancel after an airline cancellation and compensate, upgrade to business and
-  add bags, correct a passenger and add bags); the opening says the goal in
+  add bags, correct a passenger and add bags), and a third (a passenger's date
+  of birth) in a third of the changes and upgrades; the opening says the goal in
   words, and the ids come only when asked for. One policy rule is in play each
   time (free bags by membership and cabin, compensation, fare difference).
 - hard: two or three writes on different reservations, found by the trip's
@@ -273,6 +274,8 @@ def _medium(ctx: Ctx, task_id: str, check: str, payment: tuple[str, str]) -> Tas
     else:
         res = ctx.reservation(ctx.pick(("basic_economy", "economy", "business")))
         parts = [passenger_part(ctx, res), bags_part(ctx, res)]
+    if kind in ("change_bags", "upgrade_bags") and ctx.rng.random() < 1 / 3:
+        parts.append(passenger_part(ctx, res))  # a third write on the same reservation
     names = ["user_id", check]
     if kind != "cancel_compensation":
         names.append("payment_method")
