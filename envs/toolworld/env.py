@@ -39,6 +39,7 @@ from envgym.envs.toolworld.task import Task, canonical_call, normalize
 from envgym.envs.toolworld.tools import Tool, call_tool, tool_schemas
 from envgym.envs.toolworld.user import SimulatedUser
 from envgym.parsing import parse_tool_calls, strip_think
+from envgym.text import OBSERVATION_MAX_LENGTH, to_ascii
 
 __all__ = ["Domain", "ToolWorldEnv", "ToolWorldPreset", "MESSAGE_LIMIT", "CALLS_PER_TURN"]
 
@@ -240,9 +241,9 @@ class ToolWorldEnv(TextEnv):
             if tool is TRANSFER_TOOL:
                 self._transferred = True
                 results.append("You have transferred the user to a human agent.")
-                return self._end("\n".join(_wrap(r) for r in results), valid=valid)
+                return self._end(_fit("\n".join(_wrap(r) for r in results)), valid=valid)
             results.append(self._call(tool, call.arguments))
-        observation = "\n".join(_wrap(r) for r in results)
+        observation = _fit("\n".join(_wrap(r) for r in results))
         if last_turn:
             return self._end(observation, valid=valid)
         return Turn(observation, {}, action_valid=valid)
@@ -403,6 +404,17 @@ class _Shared:
 
     def __setstate__(self, value: Any) -> None:
         self.value = value
+
+
+def _fit(observation: str) -> str:
+    """Tool results as an observation: printable ASCII within the Text space's
+    bound (five results at `TOOL_RESULT_LIMIT` and unknown tool names quoted
+    back could exceed it)."""
+    observation = to_ascii(observation)
+    if len(observation) > OBSERVATION_MAX_LENGTH:
+        note = "\n... [cut: the results are too long; make fewer calls in one reply]"
+        observation = observation[: OBSERVATION_MAX_LENGTH - len(note)] + note
+    return observation
 
 
 def _wrap(result: str) -> str:

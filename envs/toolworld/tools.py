@@ -28,6 +28,8 @@ __all__ = ["Tool", "ToolError", "call_tool", "tool_schemas", "TOOL_RESULT_LIMIT"
 
 #: The most characters of a tool's result the agent sees (the rest is cut with a note).
 TOOL_RESULT_LIMIT = 6_000
+#: The most characters of an argument-check message (it quotes the agent's value).
+MESSAGE_QUOTE_LIMIT = 200
 
 
 class ToolError(Exception):
@@ -97,14 +99,18 @@ class Tool:
         if not errors:
             return None
         error = errors[0]
-        where = ".".join(str(p) for p in error.path)
+        # The message quotes the agent's value: keep it ASCII and short.
+        message = to_ascii(error.message)
+        if len(message) > MESSAGE_QUOTE_LIMIT:
+            message = message[:MESSAGE_QUOTE_LIMIT] + "..."
+        where = to_ascii(".".join(str(p) for p in error.path))[:MESSAGE_QUOTE_LIMIT]
         if error.validator == "additionalProperties":
             allowed = ", ".join(self.parameters) or "none"
-            return f"{error.message}; {self.name} takes: {allowed}."
+            return f"{message}; {self.name} takes: {allowed}."
         if error.validator == "required":
-            return f"{error.message}; {self.name} needs: {', '.join(self.required_names)}."
+            return f"{message}; {self.name} needs: {', '.join(self.required_names)}."
         prefix = f"argument {where!r}: " if where else ""
-        return f"{prefix}{error.message}."
+        return f"{prefix}{message}."
 
 
 def tool_schemas(tools: Sequence[Tool]) -> list[dict[str, Any]]:
