@@ -17,6 +17,7 @@ from envgym.agents import RandomAgent
 from envgym.envs.airline import AIRLINE
 from envgym.envs.airline.tasks import ASKABLE
 from envgym.envs.airline.world import NOW, build_world
+from envgym.envs.toolworld import Store
 from envgym.envs.toolworld.oracle import ToolWorldOracle, gold_dialogue
 from envgym.envs.toolworld.task import Action
 from envgym.envs.toolworld.tools import call_tool
@@ -375,6 +376,96 @@ def test_bags_flights_passengers_and_certificates_write_their_rows(world):
         payment_id=card,
     )
     assert ok and data["price_difference"] == 0 and not store.changes_from(before), text
+
+
+def test_a_flight_change_moves_the_flight_the_seats_and_the_fare_difference(world):
+    env = gym.make(ENV_ID, difficulty="medium")
+    for seed in range(40):
+        env.reset(seed=seed)
+        if env.unwrapped.task.notes["family"] == "change_bags":
+            break
+    action = env.unwrapped.task.actions[0]
+    store = env.unwrapped.store
+    before = store.copy()
+    ok, data, _ = call_tool(AIRLINE.tool(action.tool), store, action.arguments)
+    changes = store.changes_from(before)
+    assert ok and set(changes) <= {"reservation_flights", "payments", "flight_dates"}
+    (moved,) = changes["reservation_flights"]["added"]
+    new = action.arguments["flights"][0]
+    assert moved[2:4] == (new["flight_number"], new["date"])
+    assert len(changes["flight_dates"]["added"]) == 2  # a seat back, a seat taken
+    if data["price_difference"]:
+        (paid,) = changes["payments"]["added"]
+        assert paid[1:] == (action.arguments["payment_id"], data["price_difference"], "change")
+
+
+def test_no_argument_makes_a_tool_raise_or_write_when_it_refuses(world):
+    rng = np.random.default_rng(0)
+    user = world.row("SELECT * FROM users LIMIT 1")
+    res = world.row("SELECT * FROM reservations WHERE user_id = ?", (user["user_id"],))
+    pool = [
+        None,
+        True,
+        -1,
+        0,
+        3,
+        10**12,
+        1.5,
+        "",
+        "x" * 5000,
+        "\u00e9\u2603",
+        "'; DROP TABLE users; --",
+        user["user_id"],
+        user["email"],
+        "2026-06-15",
+        "2026-02-30",
+        "JFK",
+        "HAT001",
+        res and res["reservation_id"],
+        "credit_card_1234567",
+        [],
+        {},
+        [{}],
+        [{"a": 1}],
+        [{"flight_number": "HAT001", "date": "2026-06-15"}],
+        [{"first_name": "A", "last_name": "B", "dob": "1990-01-01"}],
+        [{"payment_id": "gift_card_1", "amount": 5}],
+    ]
+    data_bytes = world.to_bytes()
+    for tool in AIRLINE.tools:
+        names = list(tool.parameters) + ["unknown"]
+        for _ in range(200):
+            arguments = {n: pool[int(rng.integers(len(pool)))] for n in names if rng.random() < 0.7}
+            store = Store(data=data_bytes)
+            ok, data, text = call_tool(tool, store, arguments)
+            assert isinstance(text, str) and text.isascii(), (tool.name, arguments)
+            if not ok:
+                # refused before anything was written: no write statement even ran
+                assert text.startswith("Error:") and not store.written, (tool.name, text)
+                assert len(text) < 1000, (tool.name, text)
+
+
+def test_hostile_tool_calls_still_give_observations_in_the_space():
+    env = gym.make(ENV_ID)
+    env.reset(seed=0)
+
+    def calls(name, arguments):
+        call = json.dumps({"name": name, "arguments": arguments})
+        return f"<tool_call>{call}</tool_call>" * 5
+
+    for reply in (
+        calls("get_flight_status", {"flight_number": "HAT001", "date": "\u00e9\u2603"}),
+        calls("get_user_details", {"user_id": "x" * 5000}),
+        calls("\u00e9" * 9000, {}),
+        calls("get_user_details", {"user_id": "x", "z" * 6000: 1}),
+        calls(
+            "search_onestop_flight", {"origin": "ATL", "destination": "SEA", "date": "2026-06-15"}
+        ),
+    ):
+        obs, reward, terminated, truncated, info = env.step(reply)
+        assert obs in env.observation_space and obs.startswith("<tool_response>"), obs[:200]
+        if terminated or truncated:
+            env.reset(seed=1)
 
 
 def test_payments_are_checked_before_anything_is_written(world):

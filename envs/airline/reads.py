@@ -14,10 +14,16 @@ from envgym.envs.toolworld import Store, ToolError
 
 
 # ---------------------------------------------------------------------- lookups
+def quote(value: str, limit: int = 40) -> str:
+    """The agent's value, quoted back in an error: its repr, cut at `limit`."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "...'"
+
+
 def get_user(store: Store, user_id: str) -> dict[str, Any]:
     user = store.row("SELECT * FROM users WHERE user_id = ?", (user_id,))
     if user is None:
-        raise ToolError(f"no user has the id {user_id!r}; user ids look like 'mia_li_3668'.")
+        raise ToolError(f"no user has the id {quote(user_id)}; user ids look like 'mia_li_3668'.")
     return user
 
 
@@ -25,7 +31,7 @@ def get_reservation(store: Store, reservation_id: str) -> dict[str, Any]:
     found = store.row("SELECT * FROM reservations WHERE reservation_id = ?", (reservation_id,))
     if found is None:
         raise ToolError(
-            f"no reservation has the id {reservation_id!r}; reservation ids are six letters "
+            f"no reservation has the id {quote(reservation_id)}; reservation ids are six letters "
             "and digits, e.g. 'ZFA04Y' (get_user_details lists a user's reservations)."
         )
     return found
@@ -52,7 +58,9 @@ def payment_method(
                 (user_id,),
             )
         )
-        raise ToolError(f"{payment_id!r} is not a payment method of {user_id}; theirs: {methods}.")
+        raise ToolError(
+            f"{quote(payment_id)} is not a payment method of {user_id}; theirs: {methods}."
+        )
     if for_change and method["source"] == "certificate":
         raise ToolError(
             f"{payment_id} is a travel certificate; changes are paid with a credit card or "
@@ -90,7 +98,7 @@ def bookable_flight(store: Store, number: str, date: str, cabin: str, seats: int
     )
     if row is None:
         if store.value("SELECT 1 FROM flights WHERE flight_number = ?", (number,)) is None:
-            raise ToolError(f"there is no flight {number!r}; search for flights first.")
+            raise ToolError(f"there is no flight {quote(number)}; search for flights first.")
         raise ToolError(f"flight {number} is not listed on {date}; flights run 2026-06-01..28.")
     if row["status"] != "available":
         raise ToolError(f"flight {number} on {date} is {row['status']} and cannot be booked.")
@@ -170,8 +178,8 @@ def find_user_id(store: Store, first_name: str, last_name: str, zip_code: str = 
     if zip_code:
         found = [r for r in found if r["zip_code"] == zip_code.strip()]
     if not found:
-        where = f" with the zip code {zip_code}" if zip_code else ""
-        raise ToolError(f"no user is named {first_name} {last_name}{where}.")
+        where = f" with the zip code {quote(zip_code)}" if zip_code else ""
+        raise ToolError(f"no user is named {quote(first_name)} {quote(last_name)}{where}.")
     if len(found) > 1:
         raise ToolError(
             f"{len(found)} users are named {first_name} {last_name}; ask the user for their "
@@ -227,7 +235,7 @@ def get_flight_status(store: Store, flight_number: str, date: str) -> str:
         (flight_number, date),
     )
     if status is None:
-        raise ToolError(f"flight {flight_number!r} is not listed on {date}.")
+        raise ToolError(f"flight {quote(flight_number)} is not listed on {date}.")
     return f"Flight {flight_number} on {date}: {status}."
 
 
