@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from envgym.envs.airline.reads import reservation_details
 from envgym.envs.airline.world import (
     AIRPORTS,
     CANCELLED_COMPENSATION,
@@ -102,7 +101,7 @@ class Ctx:
             created_at
             or f"{shift(TODAY, -int(rng.integers(3, 25)))}T{int(rng.integers(7, 22)):02d}:00:00"
         )
-        rid = add_reservation(
+        res = add_reservation(
             self.store,
             rng,
             self.user,
@@ -113,7 +112,7 @@ class Ctx:
             created_at=created,
         )
         self.used.update(leg["flight_number"] for leg in legs)
-        return reservation_details(self.store, rid)
+        return res
 
     def lookup(self, res: dict[str, Any]) -> Action:
         return Action("get_reservation_details", {"reservation_id": res["reservation_id"]})

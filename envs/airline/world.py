@@ -330,9 +330,10 @@ def add_reservation(
     insurance: bool = False,
     created_at: str,
     status: str = "active",
-) -> str:
+) -> dict[str, Any]:
     """Insert a reservation of `user` on `legs` (rows of `random_legs`), paid in
-    full with the user's first credit card; returns its id."""
+    full with the user's first credit card; returns what `get_reservation_details`
+    would (without reading it back)."""
     while True:
         reservation_id = new_id(rng)
         if (
@@ -354,22 +355,20 @@ def add_reservation(
                 people.append((str(rng.choice(FIRST_NAMES)), user["last_name"], _dob(rng)))
     free = free_bags(user["membership"], cabin) * passengers
     total_bags = int(rng.integers(0, free + 1))
-    store.execute(
-        "INSERT INTO reservations VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
-        (
-            reservation_id,
-            user["user_id"],
-            legs[0]["origin"],
-            legs[0]["destination"] if round_trip else legs[-1]["destination"],
-            "round_trip" if round_trip else "one_way",
-            cabin,
-            total_bags,
-            "yes" if insurance else "no",
-            created_at,
-            status,
-            "change_of_plan" if status == "cancelled" else None,
-        ),
+    values = (
+        reservation_id,
+        user["user_id"],
+        legs[0]["origin"],
+        legs[0]["destination"] if round_trip else legs[-1]["destination"],
+        "round_trip" if round_trip else "one_way",
+        cabin,
+        total_bags,
+        "yes" if insurance else "no",
+        created_at,
+        status,
+        "change_of_plan" if status == "cancelled" else None,
     )
+    store.execute("INSERT INTO reservations VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)", values)
     store.executemany(
         "INSERT INTO reservation_flights VALUES (?, ?, ?, ?, ?, ?, ?)",
         [
@@ -400,7 +399,24 @@ def add_reservation(
     if status == "cancelled":
         rows.append((reservation_id, card, -total, "refund"))
     store.executemany("INSERT INTO payments VALUES (?, ?, ?, ?)", rows)
-    return reservation_id
+    columns = ("reservation_id", "user_id", "origin", "destination", "flight_type", "cabin")
+    return {
+        **dict(zip(columns, values[:6], strict=True)),
+        "total_baggages": total_bags,
+        "nonfree_baggages": 0,
+        "insurance": values[7],
+        "created_at": created_at,
+        "status": status,
+        "flights": [
+            {k: leg[k] for k in ("flight_number", "date", "origin", "destination", "status")}
+            | {"price": leg[f"price_{cabin}"]}
+            for leg in legs
+        ],
+        "passengers": [
+            dict(zip(("first_name", "last_name", "dob"), p, strict=True)) for p in people
+        ],
+        "payment_history": [{"payment_id": r[1], "amount": r[2], "kind": r[3]} for r in rows],
+    }
 
 
 _LEG = (
