@@ -44,9 +44,16 @@ __all__ = ["ASKABLE", "make_task"]
 ASKABLE = {
     "user_id": ("user id", "user-id", "userid", "account id"),
     "email": ("email", "e-mail"),
-    "date_of_birth": ("date of birth", "birth date", "birthday"),
+    "date_of_birth": ("date of birth", "birth date", "birthday", "dob"),
     "zip_code": ("zip code", "zip", "postal code"),
-    "reservation_id": ("reservation id", "reservation number", "confirmation number"),
+    "reservation_id": (
+        "reservation id",
+        "reservation number",
+        "reservation code",
+        "confirmation number",
+        "booking reference",
+        "booking number",
+    ),
     "payment_method": ("payment method", "which card", "how would you like to pay"),
     "name": ("your name", "full name", "first name", "last name"),
 }
