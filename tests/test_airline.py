@@ -641,3 +641,25 @@ def test_the_tool_schemas_are_openai_functions():
     assert "Authenticate first" in prompt and "Confirm before every write" in prompt
     assert Action  # the gold actions are Actions (privileged), never shown
     assert "gold_actions" not in prompt
+
+
+# ---------------------------------------------------------------------- the base's grading
+def test_the_store_records_the_tables_written_and_compares_them_by_value(world):
+    import pickle
+
+    store = Store(data=world.to_bytes())
+    store.rows("SELECT * FROM users LIMIT 3")
+    assert store.written == set() and store.same_rows(world)
+    store.execute("UPDATE users SET zip_code = '00000' WHERE rowid = 1")
+    store.execute("DELETE FROM saved_passengers WHERE rowid = 1")
+    assert store.written == {"users", "saved_passengers"}
+    assert not store.same_rows(world, store.written) and not store.same_rows(world)
+    for again in (store.copy(), pickle.loads(pickle.dumps(store))):
+        assert again.written == store.written and again.same_rows(store)
+    # The same rows reached another way (a row deleted and put back last) compare equal.
+    other = Store(data=world.to_bytes())
+    row = other.row("SELECT * FROM saved_passengers WHERE rowid = 1")
+    other.execute("DELETE FROM saved_passengers WHERE rowid = 1")
+    other.execute("INSERT INTO saved_passengers VALUES (?, ?, ?, ?)", tuple(row.values()))
+    assert other.written == {"saved_passengers"} and other.same_rows(world, other.written)
+    assert other.content(["saved_passengers"]) == world.content(["saved_passengers"])
