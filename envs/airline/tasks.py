@@ -207,6 +207,16 @@ def make_task(store: Store, rng: np.random.Generator, difficulty: str, task_id: 
     user = _user(store, rng, twinned=difficulty == "hard")
     payment = _payment(store, rng, user["user_id"])
     ctx = Ctx(store, rng, user, payment[0])
+    # The task's trips use flights none of the user's reservations has, so a
+    # trip's description ("from IAH to DCA on 2026-06-19") names one reservation.
+    ctx.used.update(
+        r["flight_number"]
+        for r in store.rows(
+            "SELECT f.flight_number FROM reservations r JOIN reservation_flights f "
+            "USING (reservation_id) WHERE r.user_id = ?",
+            (user["user_id"],),
+        )
+    )
     check = "email" if rng.random() < 0.6 else "date_of_birth"
     if difficulty == "easy":
         return _easy(ctx, task_id, check, payment)
