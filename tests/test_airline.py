@@ -95,6 +95,19 @@ def test_tasks_keep_the_level_promises():
         assert task.user_id not in obs and len(task.outputs) <= 3
 
 
+def test_a_hard_trip_description_names_one_reservation():
+    env = gym.make(ENV_ID, difficulty="hard")
+    for seed in range(50):
+        env.reset(seed=seed)
+        trips = env.unwrapped.store.rows(
+            "SELECT r.origin, r.destination, f.date FROM reservations r JOIN "
+            "reservation_flights f USING (reservation_id) WHERE r.user_id = ? AND f.position = 0",
+            (env.unwrapped.task.user_id,),
+        )
+        keys = [tuple(t.values()) for t in trips]
+        assert len(keys) == len(set(keys)), seed
+
+
 def test_openings_vary_and_are_printable_ascii():
     env = gym.make(ENV_ID, difficulty="medium")
     openings = [env.reset(seed=seed)[0] for seed in range(20)]
