@@ -149,6 +149,14 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         oracle="envgym.envs.python_math.oracle:PythonMathOracle",
     ),
     EnvSpec(
+        id="envgym/Airline-v0",
+        entry_point="envgym.envs.airline:AirlineEnv",
+        description="Serve an airline's customers with stateful tools by a written policy",
+        tags=("tool-use", "customer-service", "user-simulation", "multi-turn", "tau-bench-like"),
+        oracle="envgym.envs.toolworld.oracle:ToolWorldOracle",
+        scoring_kwargs=("world_seed",),
+    ),
+    EnvSpec(
         id="envgym/GuessNumber-v0",
         entry_point="envgym.envs.guess_number:GuessNumberEnv",
         description="Find a secret number from higher/lower hints (the env of the guide)",

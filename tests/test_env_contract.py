@@ -187,7 +187,10 @@ def test_info_keys_follow_the_shared_contract(env_id, difficulty):
     if terminated or truncated:  # one decision can end a game (a Kuhn poker fold)
         env.reset(seed=4)
     if "user-simulation" in envgym.get_spec(env_id).tags:
-        # Plain text is a message to the simulated user there, so it is valid.
+        # Plain text is a message to the simulated user there; a broken call is malformed.
+        obs, reward, terminated, truncated, info = env.step("<tool_call>{no json</tool_call>")
+        assert info["action_valid"] is False
+        assert '{"name": "TOOL", "arguments": {...}}' in obs, "feedback should say the format"
         return
     obs, reward, terminated, truncated, info = env.step("no tags here")
     assert info["action_valid"] is False

@@ -199,7 +199,7 @@ def test_money_is_exact_whatever_the_order_of_the_writes():
         assert forward.content() == backward.content()
 
 
-def test_same_content_agrees_with_content():
+def test_same_rows_agrees_with_content():
     env = RetailEnv(difficulty="hard")
     for seed in range(10):
         env.reset(seed=seed)
@@ -209,14 +209,14 @@ def test_same_content_agrees_with_content():
             if i != seed % 3:
                 assert call_tool(RETAIL.tool(action.tool), partial, action.arguments)[0]
         for a, b in ((full, partial), (full, full.copy()), (env.store, full)):
-            assert a.same_content(b) == (a.content() == b.content()) == b.same_content(a)
+            assert a.same_rows(b) == (a.content() == b.content()) == b.same_rows(a)
     # Without a primary key rows may repeat, and how often counts.
     one, two = Store("CREATE TABLE t (a, b)"), Store("CREATE TABLE t (a, b)")
     one.executemany("INSERT INTO t VALUES (?, ?)", [(1, 2), (1, 2), (3, None)])
     two.executemany("INSERT INTO t VALUES (?, ?)", [(3, None), (1, 2), (3, None)])
-    assert not one.same_content(two) and not two.same_content(one)
+    assert not one.same_rows(two) and not two.same_rows(one)
     two.execute("UPDATE t SET a = 1, b = 2 WHERE rowid = 3")
-    assert one.same_content(two) and one.tables() == ["t"]
+    assert one.same_rows(two) and one.tables() == ["t"]
 
 
 def test_every_tool_survives_arguments_of_every_wrong_shape(world):

@@ -202,6 +202,10 @@ class ToolWorldEnv(TextEnv):
         rng = np.random.default_rng([task_seed, 7])
         self.task = self.domain.make_task(self.store, rng, self.difficulty, self.task_id)
         self._initial = self.store.to_bytes()
+        # A fresh connection on the task's initial rows: its `written` tables are
+        # the ones the agent's calls may have changed, all that grading compares.
+        self.store.close()
+        self.store = Store(data=self._initial)
         if self.user is not None and hasattr(self.user, "close"):
             self.user.close()
         if self._llm_user is None:
@@ -217,6 +221,7 @@ class ToolWorldEnv(TextEnv):
         self._tool_calls = 0
         self._transferred = False
         self._grade: dict[str, Any] | None = None
+        self._goal: _Shared | None = None
         return self.user.opening()
 
     # ------------------------------------------------------------------ step
@@ -349,14 +354,16 @@ class ToolWorldEnv(TextEnv):
 
     def grade(self) -> dict[str, Any]:
         """The episode's verdict so far: store, outputs, policy and transfer."""
-        goal = self.goal_store()
-        store_match = goal.same_content(self.store)
+        if self._goal is None:  # the same for the whole episode
+            self._goal = _Shared(self.goal_store())
+        goal = self._goal.value
+        store_match = goal.same_rows(self.store, goal.written | self.store.written)
         told = [
             normalize(m)
             for m in self._messages
             if len(set(_AMOUNT.findall(m))) <= AMOUNTS_PER_MESSAGE
         ]
-        missing = [o for o in self.task.outputs if not any(normalize(o) in m for m in told)]
+        missing = [o for o in self.task.outputs if not any(_says(m, o) for m in told)]
         transfer_ok = self._transferred == self.task.transfer
         grade = {
             "store_match": store_match,
@@ -402,6 +409,32 @@ class ToolWorldEnv(TextEnv):
         if self.user is not None and hasattr(self.user, "close"):
             self.user.close()
         super().close()
+
+
+def _says(message: str, output: str) -> bool:
+    """A normalized message states `output` as a whole value: "0.00" is not
+    told by "$10.00", nor "50.00" by "$150.00"."""
+    value = re.escape(normalize(output))
+    return re.search(rf"(?<![\w.]){value}(?![\w]|\.\d)", message) is not None
+
+
+class _Shared:
+    """A value that never changes, shared by a snapshot instead of copied (the
+    goal store, built once per episode and only read)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Shared:
+        return self
+
+    def __getstate__(self) -> Any:
+        return self.value
+
+    def __setstate__(self, value: Any) -> None:
+        self.value = value
 
 
 def _wrap(result: str) -> str:
