@@ -162,3 +162,17 @@ def test_a_tokenizer_without_a_chat_template_is_refused():
     tok.chat_template = None
     with pytest.raises(TemplateError, match="no chat template"):
         ChatTokenizer(tok)
+
+
+def test_a_first_prompt_the_context_cannot_hold_is_a_clear_error(tiny):
+    """A tool world's policy alone can outgrow a small model's context: no episode
+    could start, so the trainer says so and what to change, before it trains."""
+    model, tokenizer = tiny
+    chat = ChatTokenizer(tokenizer)
+    backend = TransformersBackend(model, tokenizer.pad_token_id, chat.stop_token_ids)
+    params = SamplingParams(max_new_tokens=10)
+    with TextVectorEnv(env_fns=[guess_number]) as envs:
+        (whole,), _ = collect_rollouts(envs, backend, chat, params, seed=0)
+        first_prompt = whole.tokens.spans[0][0]
+        with pytest.raises(ValueError, match=r"does not fit the model's context.*--system-prompt"):
+            collect_rollouts(envs, backend, chat, params, seed=0, max_tokens=first_prompt + 5)

@@ -106,6 +106,17 @@ def info_at(infos: Mapping[str, Any], i: int) -> dict[str, Any]:
     return out
 
 
+def _no_room(episode: Episode, params: SamplingParams, max_tokens: int, system: bool) -> str:
+    """Why an episode cannot start: its first prompt leaves no room for a reply."""
+    shorter = "run without the env's system prompt (--system-prompt false), " if system else ""
+    return (
+        f"the first prompt of task {episode.task_id!r} is {len(episode.tokens.ids):,} tokens; "
+        f"with max_new_tokens={params.max_new_tokens} it does not fit the model's context of "
+        f"{max_tokens:,} tokens, so no episode could start: {shorter}lower --max-new-tokens, "
+        "or use a model with a longer context"
+    )
+
+
 def collect_rollouts(
     envs: TextVectorEnv,
     backend: GenerationBackend,
@@ -163,6 +174,8 @@ def collect_rollouts(
         if max_tokens is not None:
             for i in live:
                 if len(episodes[i].tokens.ids) + params.max_new_tokens > max_tokens:
+                    if not episodes[i].turns:
+                        raise ValueError(_no_room(episodes[i], params, max_tokens, system_prompt))
                     episodes[i].truncated = episodes[i].context_full = True
             live = [i for i in live if not episodes[i].context_full]
             if not live:
