@@ -19,7 +19,12 @@ from gymnasium.utils.env_checker import check_env
 from toolworld_library import NEW_DUE, LibraryEnv
 
 from envgym.envs.toolworld import Store, Tool
-from envgym.envs.toolworld.env import AMOUNTS_PER_MESSAGE, CALLS_PER_TURN, MESSAGE_LIMIT
+from envgym.envs.toolworld.env import (
+    AMOUNTS_PER_EPISODE,
+    AMOUNTS_PER_MESSAGE,
+    CALLS_PER_TURN,
+    MESSAGE_LIMIT,
+)
 from envgym.envs.toolworld.oracle import ToolWorldOracle, gold_dialogue
 from envgym.envs.toolworld.task import canonical_call
 from envgym.envs.toolworld.tools import call_tool
@@ -269,6 +274,26 @@ def test_a_hedge_with_too_many_amounts_tells_nothing():
     env.reset(options={"task_id": env.task_id})
     honest = f"Your loan is due {NEW_DUE}; the late fee is {', '.join(amounts[:-1])}."
     *_, reward, _, _, _ = play(env, [*gold(env)[:-1], honest])
+    assert reward == 1
+
+
+def test_a_hedge_spread_over_the_conversation_tells_nothing():
+    """Three amounts a message, but more than AMOUNTS_PER_EPISODE over the episode:
+    the fee asked for is among them, and still not told."""
+    env, _, _ = start("medium", seed=1)
+    replies = gold(env)
+    fee = env.task.outputs[1]
+    spread = [f"{10 + n}.{n:02d}" for n in range(AMOUNTS_PER_EPISODE)]
+    assert fee not in spread
+    chunks = [spread[i : i + 2] for i in range(0, len(spread), 2)]
+    # Each chunk rides on a question the user answers (so the user never gives up).
+    asks = [f"Could you tell me your email? Fees on file: {', '.join(c)}." for c in chunks]
+    *_, reward, terminated, _, info = play(env, [*asks, *replies])
+    assert terminated and reward == 0
+    assert fee in info["grade"]["missing_outputs"]
+    # The same dialogue without the spread hedge scores 1.
+    env.reset(options={"task_id": env.task_id})
+    *_, reward, _, _, _ = play(env, replies)
     assert reward == 1
 
 

@@ -74,7 +74,8 @@ class AirlineEnv(ToolWorldEnv):
     store, compared row by row); ``outputs`` takes it back (-1.0) unless every
     required value (refund, fare difference, bag fee, certificate, booking
     total, as ``$123.00``) was told to the user in a message naming at most
-    three amounts; ``policy`` takes it back when an account was touched before
+    three amounts (and at most ten distinct amounts over the conversation);
+    ``policy`` takes it back when an account was touched before
     authentication, a write was made without the user's yes, or a transfer
     was made where none was needed. The components sum to the reward (1.0 for
     success, else 0.0); earlier steps pay 0.

@@ -82,7 +82,8 @@ class RetailEnv(ToolWorldEnv):
     equals the goal store (the task's gold writes applied to its initial
     store, compared row by row); ``outputs`` takes it back when a value the
     user must be told (a refund, a price difference, a gift card's balance)
-    was not in any message naming at most three amounts; ``policy`` takes it
+    was not in any message naming at most three amounts (or the conversation
+    named more than ten distinct amounts in all); ``policy`` takes it
     back after a policy violation (an account touched before its user was
     authenticated, a write without the user's confirmation of it) or a
     transfer the task did not need. The reward is 1 (``info["success"]``) or 0.

@@ -52,6 +52,10 @@ CALLS_PER_TURN = 5
 #: A message that names more distinct amounts than this is a hedge: no value
 #: it states counts as told.
 AMOUNTS_PER_MESSAGE = 3
+#: Messages that together name more distinct amounts than this are a hedge
+#: spread over the conversation: no value counts as told. (The gold dialogues
+#: name at most 4; listing a few options with prices stays under it.)
+AMOUNTS_PER_EPISODE = 10
 _AMOUNT = re.compile(r"\d+\.\d\d\b")
 
 TRANSFER_TOOL = Tool(
@@ -358,11 +362,10 @@ class ToolWorldEnv(TextEnv):
             self._goal = _Shared(self.goal_store())
         goal = self._goal.value
         store_match = goal.same_rows(self.store, goal.written | self.store.written)
-        told = [
-            normalize(m)
-            for m in self._messages
-            if len(set(_AMOUNT.findall(m))) <= AMOUNTS_PER_MESSAGE
-        ]
+        said = [normalize(m) for m in self._messages]
+        told = [m for m in said if len(set(_AMOUNT.findall(m))) <= AMOUNTS_PER_MESSAGE]
+        if len({a for m in said for a in _AMOUNT.findall(m)}) > AMOUNTS_PER_EPISODE:
+            told = []
         missing = [o for o in self.task.outputs if not any(_says(m, o) for m in told)]
         transfer_ok = self._transferred == self.task.transfer
         grade = {
