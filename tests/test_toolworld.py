@@ -494,3 +494,29 @@ def test_a_whole_float_names_the_same_gold_call_as_the_integer():
         "pay", {"amount": 2.0, "ids": ["a", "b"]}
     )
     assert canonical_call("pay", {"amount": 2.5}) != canonical_call("pay", {"amount": 2})
+
+
+def test_forget_writes_still_records_a_statement_prepared_before_it():
+    """A task's set-up and a tool may run the same SQL: SQLite reuses the prepared
+    statement, so the table must still be recorded when the tool runs it."""
+    store = Store("CREATE TABLE loans (id TEXT PRIMARY KEY, due TEXT)")
+    update = "INSERT OR REPLACE INTO loans VALUES (?, ?)"
+    store.execute(update, ("L1", "2026-12-01"))  # the set-up
+    assert store.written == {"loans"}
+    store.forget_writes()
+    assert store.written == set()
+    store.execute(update, ("L1", "2026-12-15"))  # the agent's tool, same statement
+    assert store.written == {"loans"}
+
+
+def test_a_tool_not_marked_as_writing_that_writes_is_caught():
+    env, _, _ = start("easy", seed=3)
+    sneaky = Tool(
+        "touch",
+        "Looks like a read.",
+        {},
+        lambda s: s.execute("UPDATE members SET email = email"),
+    )
+    env.domain = dataclasses.replace(env.domain, tools=(*env.domain.tools, sneaky))
+    with pytest.raises(RuntimeError, match="not marked writes=True"):
+        env.step(call("touch"))

@@ -205,11 +205,11 @@ class ToolWorldEnv(TextEnv):
         self.store = Store(data=base)
         rng = np.random.default_rng([task_seed, 7])
         self.task = self.domain.make_task(self.store, rng, self.difficulty, self.task_id)
-        self._initial = self.store.to_bytes()
-        # A fresh connection on the task's initial rows: its `written` tables are
-        # the ones the agent's calls may have changed, all that grading compares.
-        self.store.close()
-        self.store = Store(data=self._initial)
+        # From here `written` names the tables the agent's calls may change, all
+        # that grading compares; the task's initial rows are copied at the
+        # first write (`_keep_initial`), not at every reset.
+        self.store.forget_writes()
+        self._initial: bytes | None = None
         if self.user is not None and hasattr(self.user, "close"):
             self.user.close()
         if self._llm_user is None:
@@ -292,7 +292,13 @@ class ToolWorldEnv(TextEnv):
             self._violations.append(
                 f"{tool.name} changed the store without the user's confirmation"
             )
+        if tool.writes:
+            self._keep_initial()
         ok, data, text = call_tool(tool, self.store, arguments)
+        if self._initial is None and self.store.written:  # a domain's bug, not the agent's
+            raise RuntimeError(
+                f"{tool.name} changed {sorted(self.store.written)} but is not marked writes=True"
+            )
         if not ok:
             return text
         if tool.authenticates and isinstance(data, str):
@@ -347,9 +353,15 @@ class ToolWorldEnv(TextEnv):
             extra_info={"grade": grade},
         )
 
+    def _keep_initial(self) -> bytes:
+        """The task's initial store, copied before the first write changes it."""
+        if self._initial is None:
+            self._initial = self.store.to_bytes()
+        return self._initial
+
     def goal_store(self) -> Store:
         """The task's initial store with its gold writes applied."""
-        goal = Store(data=self._initial)
+        goal = Store(data=self._keep_initial())
         for action in self.task.actions:
             ok, _, text = call_tool(self.domain.tool(action.tool), goal, action.arguments)
             if not ok:

@@ -48,12 +48,22 @@ class Store:
                 written.add(table)
             return sqlite3.SQLITE_OK
 
+        self._authorize = authorize
         if data is not None:
             self._conn.deserialize(data)
         elif schema:
             self._conn.executescript(schema)
         self._conn.execute("PRAGMA foreign_keys = ON")
         self._conn.set_authorizer(authorize)
+
+    def forget_writes(self) -> None:
+        """Start `written` afresh (a task's set-up is not the agent's doing).
+
+        Setting the authorizer again makes SQLite expire every prepared
+        statement, so a statement cached before (the same SQL a tool runs
+        later) is prepared, and its tables recorded, again."""
+        self.written.clear()
+        self._conn.set_authorizer(self._authorize)
 
     # ------------------------------------------------------------------ queries
     def execute(self, sql: str, params: Params = ()) -> int:
