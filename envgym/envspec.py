@@ -45,6 +45,10 @@ class EnvSpec:
     default_difficulty: str = "easy"
     #: "module:Class" of the env's oracle agent (a solver or planner), if any.
     oracle: str | None = None
+    #: "module:Class" of what ``--agent random`` plays on this env, where random
+    #: text would not mean random play (SQL-v0: random queries of its grammar);
+    #: built with the unwrapped env and the agent's seed. None: `RandomAgent`.
+    random_agent: str | None = None
     #: "module:function" that raises FileNotFoundError, saying what to download,
     #: when the data the env needs (files envgym cannot ship) is not on this machine.
     data_check: str | None = None
@@ -99,7 +103,7 @@ def check_spec(spec: Any) -> None:
             f"{where}default_difficulty {spec.default_difficulty!r} is not one of "
             f"difficulties {tuple(spec.difficulties)}"
         )
-    for name in ("oracle", "data_check"):
+    for name in ("oracle", "random_agent", "data_check"):
         if getattr(spec, name) is not None:
             _target(getattr(spec, name), f"{where}{name}", "mypkg.oracle:CoinOracle")
     if not isinstance(spec.kwargs, Mapping) or not all(isinstance(k, str) for k in spec.kwargs):

@@ -18,6 +18,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -227,3 +228,45 @@ def test_a_broken_plugin_warns_naming_itself_and_envgym_still_works(tmp_path):
     assert "'wrong' of envgym-broken 0.0.1" in warned[1] and "got int" in warned[1]
     assert "envgym/Sokoban-v0" in listed.stdout and "envgym/Search-v0" in listed.stdout
     assert "pair/GuessA-v0" in listed.stdout and "pair/GuessB-v0" in listed.stdout
+
+
+class AlwaysSeven:
+    """An env's own random agent (it guesses 7, seeded or not)."""
+
+    name = "random"
+
+    def __init__(self, env, seed=None):
+        self.env, self.seed = env, seed
+
+    def reset(self):
+        pass
+
+    def act(self, observation, info):
+        return "<answer>7</answer>"
+
+
+def test_an_env_may_name_its_own_random_agent_and_eval_uses_it():
+    """An env whose random play means something other than random text (SQL-v0's
+    random grammar queries) names it as its spec's ``random_agent``; `make_agent` and
+    evaluation play it wherever ``random`` is asked for."""
+    from envgym import EnvSpec, register, unregister
+    from envgym.agents import RandomAgent, make_agent
+    from envgym.evaluation import evaluate
+
+    spec = EnvSpec(
+        id="test/OwnRandom-v0",
+        entry_point="envgym.envs.guess_number:GuessNumberEnv",
+        description="GuessNumber with its own random agent",
+        tags=(),
+        random_agent="test_plugin_env:AlwaysSeven",
+    )
+    register(spec)
+    try:
+        agent = make_agent("random", gym.make("test/OwnRandom-v0"), seed=3)
+        assert isinstance(agent, AlwaysSeven) and agent.seed == 3
+        assert isinstance(make_agent("random", gym.make("envgym/GuessNumber-v0")), RandomAgent)
+        results = evaluate("test/OwnRandom-v0", "random", episodes=2, seed=0)
+        assert results["agent"]["name"] == "random"
+        assert all(set(e["actions"]) == {"<answer>7</answer>"} for e in results["episodes"])
+    finally:
+        unregister("test/OwnRandom-v0")

@@ -195,7 +195,8 @@ def make_agent(name: str, env: gym.Env | None, seed: int | None = None, **option
     if options:
         raise ValueError(f"the {name} agent takes no options, got {sorted(options)}")
     if name == "random":
-        return RandomAgent(seed)
+        own = _own_random(env)
+        return RandomAgent(seed) if own is None else load_entry_point(own)(env.unwrapped, seed)
     if env is None:
         raise ValueError(f"the {name} agent needs the env it plays")
     env_id = env.spec.id if env.spec is not None else None
@@ -205,6 +206,18 @@ def make_agent(name: str, env: gym.Env | None, seed: int | None = None, **option
     env_spec = get_spec(env_id)
     target = env_spec.oracle if name == "oracle" else env_spec.agents[name]
     return load_entry_point(target)(env.unwrapped)
+
+
+def _own_random(env: gym.Env | None) -> str | None:
+    """The entry point of `env`'s own random agent (its spec's ``random_agent``,
+    e.g. random queries of SQL-v0's grammar), or None for the generic one."""
+    spec = getattr(env, "spec", None) if env is not None else None
+    if spec is None:
+        return None
+    try:
+        return get_spec(spec.id).random_agent
+    except KeyError:  # an id envgym did not register
+        return None
 
 
 def check_agent_for(name: str, env_id: str | None) -> None:

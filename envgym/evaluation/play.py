@@ -236,8 +236,7 @@ def play(
                 batch.reset_slot(i)
             player: Any = batch
         else:
-            view = None if agent == "random" else EnvView(vector_env, i)
-            player = make_agent(agent, view, seed=agent_seed(seed, trial))
+            player = make_agent(agent, EnvView(vector_env, i), seed=agent_seed(seed, trial))
             player.reset()
         return _Episode(seed, trial, position, vector_env.env_info(i), player)
 
