@@ -1,0 +1,319 @@
+"""The SQL env's engines (envs/sql/engine.py, envs/sql/postgres.py): results,
+the row cap, the observation's table, execution match, and hostile queries
+that must each get a clear message and harm nothing.
+
+The PostgreSQL cases run when ENVGYM_TEST_POSTGRES_URL is set
+(``export ENVGYM_TEST_POSTGRES_URL="$(bash scripts/postgres.sh)"``)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import pytest
+
+from envgym.envs.sql.engine import (
+    MAX_SQL_CHARS,
+    QueryResult,
+    format_result,
+    gold_sql_for,
+    make_engine,
+    same_result,
+)
+from envgym.envs.sql.schema import Column, Database, ForeignKey, Schema, Table
+
+PG_URL = os.environ.get("ENVGYM_TEST_POSTGRES_URL", "")
+
+SCHEMA = Schema(
+    name="clinic",
+    tables=(
+        Table(
+            "patient",
+            (
+                Column("id", "INTEGER", primary_key=True),
+                Column("name", "TEXT"),
+                Column("age", "INTEGER"),
+                Column("weight", "REAL", nullable=True),
+                Column("born", "DATE"),
+            ),
+            noun="a patient",
+        ),
+        Table(
+            "visit",
+            (
+                Column("id", "INTEGER", primary_key=True),
+                Column("patient_id", "INTEGER"),
+                Column("day", "DATE"),
+                Column("cost", "REAL"),
+            ),
+            noun="a visit",
+        ),
+    ),
+    foreign_keys=(ForeignKey("visit", "patient_id", "patient", "id"),),
+)
+PATIENTS = [
+    (
+        i,
+        f"patient {i}",
+        20 + i % 60,
+        None if i % 7 == 0 else 50.0 + i / 4,
+        f"19{50 + i % 50}-0{1 + i % 9}-1{i % 10}",
+    )
+    for i in range(1, 301)
+]
+VISITS = [(i, 1 + i % 300, f"2024-0{1 + i % 9}-2{i % 10}", 10.0 * (i % 13)) for i in range(1, 1201)]
+
+
+def build_database(db_id: str = "clinic-0") -> Database:
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(SCHEMA.ddl())
+    conn.executemany("INSERT INTO patient VALUES (?,?,?,?,?)", PATIENTS)
+    conn.executemany("INSERT INTO visit VALUES (?,?,?,?)", VISITS)
+    conn.commit()
+    data = conn.serialize()
+    conn.close()
+    return Database(db_id, SCHEMA, data, {"patient": len(PATIENTS), "visit": len(VISITS)})
+
+
+DATABASE = build_database()
+ENGINES = ["sqlite"] + (
+    [pytest.param("postgres", id="postgres")]
+    if PG_URL
+    else [pytest.param("postgres", marks=pytest.mark.skip(reason="ENVGYM_TEST_POSTGRES_URL unset"))]
+)
+
+
+@pytest.fixture(scope="module")
+def pg_engine():
+    engine = make_engine(PG_URL)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request):
+    if request.param == "sqlite":
+        yield make_engine()
+    else:
+        yield request.getfixturevalue("pg_engine")
+
+
+def untouched(engine) -> None:
+    """The database still has every row, and a fresh session works."""
+    with engine.session(DATABASE) as session:
+        result = session.run("SELECT COUNT(*), SUM(age) FROM patient")
+        assert result.ok, result.error
+        assert same_result(
+            result, QueryResult(True, ["n", "s"], [(300, sum(p[2] for p in PATIENTS))]), False
+        )
+        assert session.run("SELECT COUNT(*) FROM visit").rows == [(1200,)]
+
+
+# ------------------------------------------------------------------ results
+def test_a_query_returns_its_rows_and_columns(engine):
+    with engine.session(DATABASE) as session:
+        result = session.run("SELECT name, age FROM patient WHERE age > 77 ORDER BY id LIMIT 3")
+    assert result.ok and result.error is None
+    assert [c.lower() for c in result.columns] == ["name", "age"]
+    assert result.rows == [("patient 58", 78), ("patient 59", 79), ("patient 118", 78)]
+    assert result.rows_read == 3 and not result.truncated and result.seconds >= 0
+
+
+def test_the_row_cap_stops_a_cross_join_of_every_table(engine):
+    with engine.session(DATABASE) as session:
+        result = session.run("SELECT * FROM patient, visit, patient AS p2", row_cap=50)
+    assert result.ok and result.truncated
+    assert len(result.rows) == 50 == result.rows_read
+    assert "more than 50 rows" in format_result(result)
+
+
+def test_an_error_is_the_engine_message_not_a_traceback(engine):
+    with engine.session(DATABASE) as session:
+        result = session.run("SELECT nosuchcolumn FROM patient")
+        assert not result.ok
+        assert "nosuchcolumn" in result.error and "Traceback" not in result.error
+        # The session still works after an error.
+        assert session.run("SELECT 1").rows == [(1,)]
+
+
+def test_gold_sql_is_transpiled_for_postgres_only():
+    sql = "SELECT name FROM patient WHERE born < DATE('now') LIMIT 3"
+    assert gold_sql_for("sqlite", sql) == sql
+    assert "LIMIT 3" in gold_sql_for("postgresql", sql)
+    with pytest.raises(ValueError, match="'sqlite' or 'postgresql'"):
+        gold_sql_for("mysql", sql)
+
+
+@pytest.mark.parametrize("spec", ["mysql://x", "", "SQLite3", "sqlite:///x.db"])
+def test_an_unknown_engine_is_a_clear_error(spec):
+    with pytest.raises(ValueError, match="use 'sqlite'"):
+        make_engine(spec)
+
+
+# ------------------------------------------------------------------ formatting
+def test_format_result_is_bounded_and_says_it_was_cut():
+    rows = [(i, "x" * 500, None, 1.0 / 3) for i in range(1000)]
+    result = QueryResult(True, ["id", "long", "empty", "third"], rows, rows_read=1000)
+    text = format_result(result, max_rows=20, max_chars=4000)
+    assert len(text) <= 4000
+    assert "1000 rows" in text and "the table was cut" in text
+    assert "NULL" in text and "0.333333" in text and "x" * 60 not in text
+    small = format_result(QueryResult(True, ["n"], [(1,), (2,)], rows_read=2))
+    assert "2 rows" in small and "cut" not in small and small.startswith("+")
+    assert format_result(QueryResult(False, error="boom")) == "error: boom"
+    tiny = format_result(result, max_rows=5, max_chars=300)
+    assert len(tiny) <= 300 and "cut" in tiny
+
+
+def test_format_result_keeps_control_characters_out_of_the_table():
+    text = format_result(QueryResult(True, ["a"], [("line\nbreak\x1b[2J",)], rows_read=1))
+    assert "\n".join(text.splitlines()) == text and "\x1b" not in text
+    assert "line break" in text
+
+
+# ------------------------------------------------------------------ matching
+def r(rows, columns=None):
+    width = len(rows[0]) if rows else 1
+    return QueryResult(True, columns or [f"c{i}" for i in range(width)], rows, rows_read=len(rows))
+
+
+def test_same_result_compares_multisets_unless_ordered():
+    gold = r([(1, "a"), (2, "b"), (2, "b")])
+    assert same_result(r([(2, "b"), (1, "a"), (2, "b")]), gold, ordered=False)
+    assert not same_result(r([(2, "b"), (1, "a"), (2, "b")]), gold, ordered=True)
+    assert same_result(r([(1, "a"), (2, "b"), (2, "b")]), gold, ordered=True)
+    # Duplicates count: one (2, 'b') too few or too many does not match.
+    assert not same_result(r([(1, "a"), (2, "b")]), gold, ordered=False)
+    assert not same_result(r([(1, "a"), (1, "a"), (2, "b"), (2, "b")]), gold, ordered=False)
+
+
+def test_same_result_normalises_numbers_and_null():
+    import decimal
+
+    assert same_result(r([(3, 2.5)]), r([(3.0, decimal.Decimal("2.5"))]), False)
+    assert same_result(r([(1 / 3,)]), r([(0.3333333333,)]), False)
+    assert not same_result(r([(0.333,)]), r([(1 / 3,)]), False)
+    assert same_result(r([(True,)]), r([(1,)]), False)
+    assert same_result(r([(None,)]), r([(None,)]), False)
+    assert not same_result(r([(None,)]), r([(0,)]), False)
+    assert not same_result(r([(None,)]), r([("",)]), False)
+    assert not same_result(r([("NULL",)]), r([(None,)]), False)
+    assert not same_result(r([("3",)]), r([(3,)]), False)
+    assert not same_result(r([("Ann",)]), r([("ann",)]), False)
+    assert not same_result(r([(12345678901,)]), r([(12345678902,)]), False)
+
+
+def test_same_result_compares_column_count_and_order_not_names():
+    assert same_result(r([(1, "a")], ["x", "y"]), r([(1, "a")], ["id", "name"]), False)
+    assert not same_result(r([("a", 1)]), r([(1, "a")]), False)
+    assert not same_result(r([(1, "a", None)]), r([(1, "a")]), False)
+    empty2 = QueryResult(True, ["a", "b"], [])
+    assert same_result(QueryResult(True, ["x", "y"], []), empty2, False)
+    assert not same_result(QueryResult(True, ["x"], []), empty2, False)
+
+
+def test_same_result_refuses_failed_or_capped_results():
+    gold = r([(1,)])
+    assert not same_result(QueryResult(False, error="x"), gold, False)
+    capped = QueryResult(True, ["c0"], [(1,)], truncated=True, rows_read=1)
+    assert not same_result(capped, gold, False)
+
+
+def test_every_row_of_every_table_or_a_union_of_guesses_does_not_match(engine):
+    with engine.session(DATABASE) as session:
+        gold = session.run("SELECT name FROM patient WHERE age = 30")
+        everything = session.run("SELECT name FROM patient", row_cap=1000)
+        guesses = session.run(
+            "SELECT name FROM patient WHERE age = 30 UNION ALL SELECT name FROM patient "
+            "WHERE age = 31"
+        )
+    assert gold.ok and len(gold.rows) == 5
+    assert not same_result(everything, gold, False)
+    assert not same_result(guesses, gold, False)
+
+
+# ------------------------------------------------------------------ hostile queries
+SQLITE_HOSTILE = {
+    "insert": "INSERT INTO patient VALUES (999, 'x', 1, 1.0, '2000-01-01')",
+    "update": "UPDATE patient SET age = 0",
+    "delete": "DELETE FROM visit",
+    "drop": "DROP TABLE visit",
+    "create": "CREATE TABLE t (a)",
+    "cte write": "WITH x AS (SELECT 1) DELETE FROM visit",
+    "attach": "ATTACH DATABASE '/tmp/envgym-attack.db' AS a",
+    "vacuum into": "VACUUM INTO '/tmp/envgym-attack.db'",
+    "pragma": "PRAGMA query_only = OFF",
+    "pragma writable_schema": "PRAGMA writable_schema = ON",
+    "load_extension": "SELECT load_extension('/tmp/evil.so')",
+    "readfile": "SELECT readfile('/etc/passwd')",
+    "writefile": "SELECT writefile('/tmp/envgym-attack.db', 'x')",
+    "fts3_tokenizer": "SELECT fts3_tokenizer('simple')",
+    "begin": "BEGIN",
+    "several statements": "SELECT 1; DELETE FROM visit",
+    "several selects": "SELECT 1; SELECT 2",
+    "temp table": "CREATE TEMP TABLE t AS SELECT * FROM patient",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SQLITE_HOSTILE))
+def test_sqlite_refuses_every_write_attach_and_file_function(name, tmp_path):
+    engine = make_engine()
+    with engine.session(DATABASE) as session:
+        result = session.run(SQLITE_HOSTILE[name])
+        assert not result.ok, name
+        assert result.error and "Traceback" not in result.error
+        assert any(
+            word in result.error
+            for word in ("read-only", "one statement", "refused", "no such function")
+        ), result.error
+        assert session.run("SELECT COUNT(*) FROM visit").rows == [(1200,)]
+    assert not os.path.exists("/tmp/envgym-attack.db")
+    untouched(engine)
+
+
+def test_hostile_queries_get_clear_messages(engine):
+    with engine.session(DATABASE) as session:
+        several = session.run("SELECT 1; SELECT 2")
+        assert not several.ok and "one statement" in several.error
+        huge = session.run("SELECT " + " + ".join(["1"] * (MAX_SQL_CHARS // 3)))
+        assert not huge.ok and "characters" in huge.error and "shorter" in huge.error
+        empty = session.run("  -- nothing\n ")
+        assert not empty.ok and "empty" in empty.error
+        assert not session.run(None).ok  # type: ignore[arg-type]
+        assert "1" in format_result(session.run("SELECT 1"))
+    untouched(engine)
+
+
+def test_a_recursive_cte_bomb_ends_at_the_time_limit(engine):
+    bomb = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT COUNT(*) FROM r"
+    with engine.session(DATABASE) as session:
+        result = session.run(bomb, time_limit_s=0.3)
+        assert not result.ok and "time limit" in result.error, result.error
+        assert session.run("SELECT COUNT(*) FROM patient").rows == [(300,)]
+    untouched(engine)
+
+
+def test_a_huge_cross_join_ends_at_the_time_limit(engine):
+    cross = "SELECT COUNT(*) FROM visit a, visit b, visit c"
+    with engine.session(DATABASE) as session:
+        result = session.run(cross, time_limit_s=0.3)
+        assert not result.ok and "time limit" in result.error, result.error
+    untouched(engine)
+
+
+def test_sqlite_values_cannot_fill_memory():
+    with make_engine().session(DATABASE) as session:
+        blob = session.run("SELECT randomblob(2000000000)")
+        assert not blob.ok and "bytes" in blob.error
+        concat = session.run("SELECT group_concat(a.name || b.name) FROM patient a, patient b")
+        assert not concat.ok and "bytes" in concat.error
+
+
+def test_a_session_is_a_private_copy():
+    engine = make_engine()
+    one, two = engine.session(DATABASE), engine.session(DATABASE)
+    assert one.run("SELECT COUNT(*) FROM patient").rows == [(300,)]
+    one.close()
+    assert not one.run("SELECT 1").ok
+    assert two.run("SELECT COUNT(*) FROM patient").rows == [(300,)]
+    two.close()
