@@ -317,3 +317,147 @@ def test_a_session_is_a_private_copy():
     assert not one.run("SELECT 1").ok
     assert two.run("SELECT COUNT(*) FROM patient").rows == [(300,)]
     two.close()
+
+
+# ------------------------------------------------------------------ PostgreSQL
+PG_HOSTILE = {
+    "pg_read_file": "SELECT pg_read_file('/etc/passwd')",
+    "quoted pg_read_file": "SELECT \"pg_read_file\"('/etc/passwd')",
+    "pg_ls_dir": "SELECT * FROM pg_ls_dir('.')",
+    "copy to program": "COPY patient TO PROGRAM 'touch /tmp/envgym-attack'",
+    "copy from file": "COPY patient FROM '/etc/passwd'",
+    "create": "CREATE TABLE t (a int)",
+    "insert": "INSERT INTO patient (id) VALUES (999)",
+    "cte write": "WITH d AS (DELETE FROM visit RETURNING *) SELECT COUNT(*) FROM d",
+    "set role back": "SET ROLE envgym",
+    "reset role": "RESET ROLE",
+    "set_config role": "SELECT set_config('role', current_user, false)",
+    "unicode-escaped set_config": "SELECT U&\"\\0073et_config\"('role', 'envgym', false)",
+    "query_to_xml": "SELECT query_to_xml('select 1', true, false, '')",
+    "lo_import": "SELECT lo_import('/etc/passwd')",
+    "dblink": "SELECT * FROM dblink('host=127.0.0.1', 'select 1') AS t(a int)",
+    "advisory lock": "SELECT pg_advisory_lock(1)",
+    "terminate": "SELECT pg_terminate_backend(pid) FROM pg_stat_activity",
+    "select into": "SELECT * INTO stolen FROM patient",
+    "for update": "SELECT * FROM patient FOR UPDATE",
+    "several statements": "SELECT 1; RESET ROLE; SELECT 2",
+    "begin": "BEGIN",
+    "commit": "COMMIT",
+}
+
+
+@pytest.mark.skipif(not PG_URL, reason="ENVGYM_TEST_POSTGRES_URL unset")
+@pytest.mark.parametrize("name", sorted(PG_HOSTILE))
+def test_postgres_refuses_hostile_queries(name, pg_engine):
+    with pg_engine.session(DATABASE) as session:
+        result = session.run(PG_HOSTILE[name])
+        assert not result.ok, name
+        assert result.error and "Traceback" not in result.error
+        assert any(
+            w in result.error
+            for w in (
+                "read-only",
+                "one statement",
+                "refused",
+                "permission denied",
+                "does not exist",
+            )
+        ), result.error
+        # The session goes on, still as the read-only role, still in its schema.
+        assert session.run("SELECT COUNT(*) FROM visit").rows == [(1200,)]
+        assert session.run("SELECT current_user").rows[0][0].endswith("_ro")
+    assert not os.path.exists("/tmp/envgym-attack")
+    untouched(pg_engine)
+
+
+@pytest.mark.skipif(not PG_URL, reason="ENVGYM_TEST_POSTGRES_URL unset")
+def test_postgres_sessions_see_only_their_own_schema(pg_engine):
+    import psycopg
+
+    with psycopg.connect("postgresql://" + PG_URL.split("://", 1)[1], autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS public.envgym_sql_secret (answer text)")
+        conn.execute("INSERT INTO public.envgym_sql_secret VALUES ('gold')")
+    other = build_database("clinic-other")
+    try:
+        with pg_engine.session(DATABASE) as session:
+            secret = session.run("SELECT * FROM public.envgym_sql_secret")
+            assert not secret.ok and "permission denied" in secret.error
+            from envgym.envs.sql.postgres import schema_name
+
+            theirs = session.run(f"SELECT COUNT(*) FROM {schema_name(other)}.patient")
+            # The other database's schema may not exist yet, or exists and is not ours.
+            assert not theirs.ok
+            with pg_engine.session(other) as second:
+                assert second.run("SELECT COUNT(*) FROM patient").rows == [(300,)]
+            theirs = session.run(f"SELECT COUNT(*) FROM {schema_name(other)}.patient")
+            assert not theirs.ok and "permission denied" in theirs.error
+            # The catalogue tells names, not rows.
+            names = session.run("SELECT relname FROM pg_catalog.pg_class LIMIT 5")
+            assert names.ok
+    finally:
+        with psycopg.connect("postgresql://" + PG_URL.split("://", 1)[1], autocommit=True) as c:
+            c.execute("DROP TABLE IF EXISTS public.envgym_sql_secret")
+
+
+@pytest.mark.skipif(not PG_URL, reason="ENVGYM_TEST_POSTGRES_URL unset")
+def test_postgres_pg_sleep_ends_at_the_time_limit_and_settings_do_not_last(pg_engine):
+    with pg_engine.session(DATABASE) as session:
+        slept = session.run("SELECT pg_sleep(30)", time_limit_s=0.3)
+        assert not slept.ok and "time limit" in slept.error
+        # A query cannot lift the next query's time limit.
+        session.run("SELECT current_setting('statement_timeout')")
+        again = session.run("SELECT pg_sleep(30)", time_limit_s=0.3)
+        assert not again.ok and "time limit" in again.error
+        shown = session.run("SHOW statement_timeout")
+        assert not shown.ok
+    untouched(pg_engine)
+
+
+@pytest.mark.skipif(not PG_URL, reason="ENVGYM_TEST_POSTGRES_URL unset")
+def test_postgres_and_sqlite_agree_on_the_gold_queries(pg_engine):
+    golds = [
+        ("SELECT name, weight FROM patient WHERE weight IS NULL OR weight > 120", False),
+        ("SELECT age, COUNT(*), AVG(weight) FROM patient GROUP BY age HAVING COUNT(*) > 4", False),
+        (
+            "SELECT p.name, SUM(v.cost) FROM patient p JOIN visit v ON v.patient_id = p.id "
+            "GROUP BY p.id, p.name ORDER BY SUM(v.cost) DESC, p.name LIMIT 5",
+            True,
+        ),
+        (
+            "SELECT day FROM visit WHERE day BETWEEN '2024-03-01' AND '2024-03-31' "
+            "ORDER BY day, id LIMIT 7",
+            True,
+        ),
+        ("SELECT SUBSTR(born, 1, 4) AS y, COUNT(*) FROM patient GROUP BY y", False),
+        (
+            "SELECT name FROM patient WHERE age > (SELECT AVG(age) FROM patient) "
+            "EXCEPT SELECT name FROM patient WHERE id > 100",
+            False,
+        ),
+    ]
+    sqlite_session = make_engine().session(DATABASE)
+    with pg_engine.session(DATABASE) as session:
+        for sql, ordered in golds:
+            a = sqlite_session.run(sql)
+            b = session.run(gold_sql_for("postgresql", sql))
+            assert a.ok and b.ok, (sql, a.error, b.error)
+            assert a.rows and same_result(b, a, ordered), sql
+    sqlite_session.close()
+
+
+@pytest.mark.skipif(not PG_URL, reason="ENVGYM_TEST_POSTGRES_URL unset")
+def test_postgres_a_query_cannot_see_another_sessions_gold_query(pg_engine):
+    gold = "SELECT name FROM patient WHERE age = 42 /* gold-marker */"
+    with pg_engine.session(DATABASE) as env_side:
+        for _ in range(8):  # often enough for a driver to prepare it server-side
+            assert env_side.run(gold).ok
+    with pg_engine.session(DATABASE) as agent, pg_engine.session(DATABASE) as env_side:
+        assert env_side.run(gold).ok
+        for probe in (
+            "SELECT string_agg(COALESCE(query, ''), ' ') FROM pg_stat_activity",
+            "SELECT string_agg(statement, ' ') FROM pg_prepared_statements",
+            "SELECT string_agg(statement, ' ') FROM pg_cursors",
+        ):
+            seen = agent.run(probe)
+            assert seen.ok or "permission denied" in seen.error, seen.error
+            assert "gold-marker" not in repr(seen.rows), probe

@@ -81,9 +81,9 @@ def denied_function(sql: str) -> str | None:
     """The refused function a query calls, or None."""
     text = sql.replace('"', "").lower()
     if re.search(r"\bu&['\"]", sql, re.I):
-        return "U& escapes"
+        return "a U& escape"
     m = _DENIED_FUNCTIONS.search(text)
-    return m.group(1) if m else None
+    return f"the function {m.group(1)}()" if m else None
 
 
 class PostgresSession(Session):
@@ -179,7 +179,7 @@ class PostgresSession(Session):
             return "send one statement at a time (nothing after the first ';')"
         if isinstance(error, (pe.InsufficientPrivilege, pe.ReadOnlySqlTransaction)):
             return f"{text}: {READ_ONLY_MESSAGE}"
-        if "data-modifying" in text or "FOR UPDATE" in text.upper():
+        if "data-modifying" in text or "FOR UPDATE" in text.upper() or "INTO is not" in text:
             return f"{text}: {READ_ONLY_MESSAGE}"
         return f"PostgreSQL error: {text}"
 
@@ -204,7 +204,7 @@ class PostgresEngine(Engine):
         self._psycopg = psycopg
         self.url = "postgresql://" + url.split("://", 1)[1]
         self._idle: list = []
-        self._ready: dict[str, tuple[str, str]] = {}
+        self._ready: dict[str, tuple[bytes, str, str]] = {}
         self._lock = threading.Lock()
         try:
             conn = self._connect()
@@ -213,7 +213,9 @@ class PostgresEngine(Engine):
         self._idle.append(conn)
 
     def _connect(self):
-        return self._psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+        return self._psycopg.connect(
+            self.url, autocommit=True, connect_timeout=10, prepare_threshold=None
+        )
 
     def _take(self):
         with self._lock:
@@ -226,7 +228,7 @@ class PostgresEngine(Engine):
     def _give_back(self, conn) -> None:
         try:
             conn.execute("ROLLBACK")
-            conn.execute("RESET ALL")
+            conn.execute("DISCARD ALL")  # settings, prepared statements, locks
         except self._psycopg.Error:
             conn.close()
             return
@@ -240,9 +242,9 @@ class PostgresEngine(Engine):
     def _prepare(self, database: Database) -> tuple[str, str]:
         with self._lock:
             ready = self._ready.get(database.db_id)
+        if ready and ready[0] is database.sqlite_bytes:  # no hashing per session
+            return ready[1], ready[2]
         schema = schema_name(database)
-        if ready and ready[0] == schema:
-            return ready
         role = (schema + "_ro")[:63]
         conn = self._take()
         try:
@@ -264,7 +266,7 @@ class PostgresEngine(Engine):
             ) from e
         self._give_back(conn)
         with self._lock:
-            self._ready[database.db_id] = (schema, role)
+            self._ready[database.db_id] = (database.sqlite_bytes, schema, role)
         return schema, role
 
     def _load(self, conn, database: Database, schema: str) -> None:
