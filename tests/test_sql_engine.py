@@ -428,6 +428,11 @@ def test_postgres_and_sqlite_agree_on_the_gold_queries(pg_engine):
             "ORDER BY day, id LIMIT 7",
             True,
         ),
+        (
+            "SELECT p.name, COUNT(*) FROM patient p JOIN visit v ON v.patient_id = p.id "
+            "GROUP BY p.id",
+            False,
+        ),
         ("SELECT SUBSTR(born, 1, 4) AS y, COUNT(*) FROM patient GROUP BY y", False),
         (
             "SELECT name FROM patient WHERE age > (SELECT AVG(age) FROM patient) "
@@ -461,3 +466,37 @@ def test_postgres_a_query_cannot_see_another_sessions_gold_query(pg_engine):
             seen = agent.run(probe)
             assert seen.ok or "permission denied" in seen.error, seen.error
             assert "gold-marker" not in repr(seen.rows), probe
+
+
+@pytest.mark.skipif(not PG_URL, reason="ENVGYM_TEST_POSTGRES_URL unset")
+def test_postgres_loads_loose_sqlite_data(pg_engine):
+    """Spider's databases put text in INTEGER columns and NULL in primary keys."""
+    schema = Schema(
+        "loose",
+        (
+            Table(
+                "t",
+                (
+                    Column("code", "TEXT", primary_key=True),
+                    Column("n", "INTEGER"),
+                    Column("x", "REAL"),
+                    Column("d", "DATE"),
+                ),
+            ),
+        ),
+    )
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (code TEXT PRIMARY KEY, n INTEGER, x REAL, d DATE)")
+    conn.executemany(
+        "INSERT INTO t VALUES (?,?,?,?)",
+        [("a", 1, 1.5, "2024-01-02"), (None, "n/a", 2, "2024-02-03"), ("c", 3, None, None)],
+    )
+    database = Database("loose-0", schema, conn.serialize())
+    with pg_engine.session(database) as session:
+        result = session.run("SELECT code, n, x, d FROM t ORDER BY d")
+        assert result.ok, result.error
+        assert result.rows == [
+            ("a", "1", 1.5, "2024-01-02"),
+            (None, "n/a", 2.0, "2024-02-03"),
+            ("c", "3", None, None),
+        ]

@@ -11,8 +11,10 @@ dialect) go through ``gold_sql_for`` (sqlglot, the ``sql`` extra).
   ``numeric``, BLOB -> ``bytea``, and TEXT, DATE and everything else ->
   ``text``: dates stay ISO text as SQLite stores them, so comparing,
   ordering and grouping them agree with SQLite (cast with ``day::date`` for
-  date arithmetic). No keys or constraints are created (loaded data may
-  break them); the tables are ANALYZEd.
+  date arithmetic). A table's primary key is created where its rows keep it
+  (so ``GROUP BY`` a key may select the row's other columns, as SQLite
+  allows); no other constraint (loaded data may break them); the tables are
+  ANALYZEd.
 - **A read-only role per schema** (``NOLOGIN``, ``USAGE`` on that schema and
   ``SELECT`` on its tables, nothing else), which the connecting user must be
   able to create (``CREATEROLE``; ``scripts/postgres.sh`` grants it).
@@ -45,6 +47,9 @@ from envgym.envs.sql.schema import Database
 
 __all__ = ["PostgresEngine", "PostgresSession", "schema_name"]
 
+#: Part of a schema's name: a change to how rows are loaded makes new schemas.
+LOAD_VERSION = 2
+
 _DENIED_FUNCTIONS = re.compile(
     r"\b(set_config|query_to_xml\w*|query_to_xmlschema|cursor_to_xml\w*|table_to_xml\w*"
     r"|schema_to_xml\w*|database_to_xml\w*|pg_advisory\w*|pg_try_advisory\w*"
@@ -58,7 +63,7 @@ _DENIED_FUNCTIONS = re.compile(
 def schema_name(database: Database) -> str:
     """``sql_<db_id sanitised>_<10 hex digits of the rows' hash>`` (at most 63 characters)."""
     base = re.sub(r"[^a-z0-9_]+", "_", database.db_id.lower()).strip("_")[:40] or "db"
-    digest = hashlib.sha256(database.db_id.encode() + b"\0" + database.sqlite_bytes)
+    digest = hashlib.sha256(f"{LOAD_VERSION}\0{database.db_id}\0".encode() + database.sqlite_bytes)
     return f"sql_{base}_{digest.hexdigest()[:10]}"
 
 
@@ -74,6 +79,27 @@ def _pg_type(declared: str) -> str:
         return "double precision"
     if any(k in t for k in ("NUMERIC", "DECIMAL", "NUMBER")):
         return "numeric"
+    return "text"
+
+
+def _fitted_type(source: sqlite3.Connection, table: str, column: str, declared: str) -> str:
+    """``declared``, widened where the rows hold other types (SQLite lets an
+    INTEGER column hold 2.5 or 'n/a', as Spider's databases sometimes do)."""
+    quoted = '"' + column.replace('"', '""') + '"'
+    kinds = {r[0] for r in source.execute(f'SELECT DISTINCT typeof({quoted}) FROM "{table}"')} - {
+        "null"
+    }
+    if not kinds:
+        return declared
+    numeric = ("bigint", "double precision", "numeric")
+    if declared in numeric and kinds <= {"integer"}:
+        return declared
+    if declared in numeric and kinds <= {"integer", "real"}:
+        return "numeric" if declared == "numeric" else "double precision"
+    if kinds == {"blob"}:
+        return "bytea"
+    if "blob" in kinds:
+        raise ValueError(f"{table}.{column} mixes blobs with other values; PostgreSQL cannot")
     return "text"
 
 
@@ -287,9 +313,10 @@ class PostgresEngine(Engine):
                 info = source.execute(f'PRAGMA table_info("{table}")').fetchall()
                 names = [c[1] for c in info]
                 target = pgsql.Identifier(schema, table)
+                types = [_fitted_type(source, table, c[1], _pg_type(c[2])) for c in info]
                 columns = pgsql.SQL(", ").join(
-                    pgsql.SQL("{} {}").format(pgsql.Identifier(c[1]), pgsql.SQL(_pg_type(c[2])))
-                    for c in info
+                    pgsql.SQL("{} {}").format(pgsql.Identifier(c[1]), pgsql.SQL(t))
+                    for c, t in zip(info, types, strict=True)
                 )
                 conn.execute(pgsql.SQL("CREATE TABLE {} ({})").format(target, columns))
                 listed = pgsql.SQL(", ").join(pgsql.Identifier(n) for n in names)
@@ -298,6 +325,17 @@ class PostgresEngine(Engine):
                 with conn.cursor() as cur, cur.copy(copy_sql) as copy:
                     for row in source.execute(f'SELECT {quoted} FROM "{table}"'):
                         copy.write_row(row)
+                keys = [c[1] for c in sorted(info, key=lambda c: c[5]) if c[5]]
+                if keys:  # so GROUP BY a key may select the row's other columns, as in SQLite
+                    try:
+                        with conn.transaction():  # a savepoint: loaded data may break its key
+                            conn.execute(
+                                pgsql.SQL("ALTER TABLE {} ADD PRIMARY KEY ({})").format(
+                                    target, pgsql.SQL(", ").join(map(pgsql.Identifier, keys))
+                                )
+                            )
+                    except self._psycopg.errors.IntegrityError:
+                        pass
                 conn.execute(pgsql.SQL("ANALYZE {}").format(target))
         finally:
             source.close()
