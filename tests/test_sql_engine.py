@@ -76,11 +76,8 @@ def build_database(db_id: str = "clinic-0") -> Database:
 
 
 DATABASE = build_database()
-ENGINES = ["sqlite"] + (
-    [pytest.param("postgres", id="postgres")]
-    if PG_URL
-    else [pytest.param("postgres", marks=pytest.mark.skip(reason="ENVGYM_TEST_POSTGRES_URL unset"))]
-)
+NO_PG = "ENVGYM_TEST_POSTGRES_URL unset"
+ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.skipif(not PG_URL, reason=NO_PG))]
 
 
 @pytest.fixture(scope="module")
@@ -346,7 +343,7 @@ PG_HOSTILE = {
 }
 
 
-@pytest.mark.skipif(not PG_URL, reason="ENVGYM_TEST_POSTGRES_URL unset")
+@pytest.mark.skipif(not PG_URL, reason=NO_PG)
 @pytest.mark.parametrize("name", sorted(PG_HOSTILE))
 def test_postgres_refuses_hostile_queries(name, pg_engine):
     with pg_engine.session(DATABASE) as session:
@@ -370,7 +367,7 @@ def test_postgres_refuses_hostile_queries(name, pg_engine):
     untouched(pg_engine)
 
 
-@pytest.mark.skipif(not PG_URL, reason="ENVGYM_TEST_POSTGRES_URL unset")
+@pytest.mark.skipif(not PG_URL, reason=NO_PG)
 def test_postgres_sessions_see_only_their_own_schema(pg_engine):
     import psycopg
 
@@ -399,7 +396,7 @@ def test_postgres_sessions_see_only_their_own_schema(pg_engine):
             c.execute("DROP TABLE IF EXISTS public.envgym_sql_secret")
 
 
-@pytest.mark.skipif(not PG_URL, reason="ENVGYM_TEST_POSTGRES_URL unset")
+@pytest.mark.skipif(not PG_URL, reason=NO_PG)
 def test_postgres_pg_sleep_ends_at_the_time_limit_and_settings_do_not_last(pg_engine):
     with pg_engine.session(DATABASE) as session:
         slept = session.run("SELECT pg_sleep(30)", time_limit_s=0.3)
@@ -413,7 +410,7 @@ def test_postgres_pg_sleep_ends_at_the_time_limit_and_settings_do_not_last(pg_en
     untouched(pg_engine)
 
 
-@pytest.mark.skipif(not PG_URL, reason="ENVGYM_TEST_POSTGRES_URL unset")
+@pytest.mark.skipif(not PG_URL, reason=NO_PG)
 def test_postgres_and_sqlite_agree_on_the_gold_queries(pg_engine):
     golds = [
         ("SELECT name, weight FROM patient WHERE weight IS NULL OR weight > 120", False),
@@ -450,7 +447,7 @@ def test_postgres_and_sqlite_agree_on_the_gold_queries(pg_engine):
     sqlite_session.close()
 
 
-@pytest.mark.skipif(not PG_URL, reason="ENVGYM_TEST_POSTGRES_URL unset")
+@pytest.mark.skipif(not PG_URL, reason=NO_PG)
 def test_postgres_a_query_cannot_see_another_sessions_gold_query(pg_engine):
     gold = "SELECT name FROM patient WHERE age = 42 /* gold-marker */"
     with pg_engine.session(DATABASE) as env_side:
@@ -468,7 +465,7 @@ def test_postgres_a_query_cannot_see_another_sessions_gold_query(pg_engine):
             assert "gold-marker" not in repr(seen.rows), probe
 
 
-@pytest.mark.skipif(not PG_URL, reason="ENVGYM_TEST_POSTGRES_URL unset")
+@pytest.mark.skipif(not PG_URL, reason=NO_PG)
 def test_postgres_loads_loose_sqlite_data(pg_engine):
     """Spider's databases put text in INTEGER columns and NULL in primary keys."""
     schema = Schema(

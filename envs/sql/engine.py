@@ -34,6 +34,7 @@ from envgym.envs.sql.base import (
     same_result,
 )
 from envgym.envs.sql.schema import Database
+from envgym.extras import require
 
 #: The largest string or blob a SQLite value may be.
 MAX_VALUE_BYTES = 1_000_000
@@ -210,11 +211,8 @@ def gold_sql_for(engine_name: str, sql: str) -> str:
     if engine_name == "sqlite":
         return sql
     if engine_name == "postgresql":
-        try:
-            import sqlglot
-        except ImportError as e:
-            raise ImportError(
-                "running gold queries on PostgreSQL needs sqlglot: pip install 'envgym[sql]'"
-            ) from e
+        sqlglot = require(
+            "sqlglot", extra="sql", purpose="the SQL env's gold queries on PostgreSQL"
+        )
         return sqlglot.transpile(sql, read="sqlite", write="postgres")[0]
     raise ValueError(f"unknown engine name {engine_name!r}: 'sqlite' or 'postgresql'")

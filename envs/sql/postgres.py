@@ -44,6 +44,7 @@ from envgym.envs.sql.base import (
     check_query,
 )
 from envgym.envs.sql.schema import Database
+from envgym.extras import require
 
 __all__ = ["PostgresEngine", "PostgresSession", "schema_name"]
 
@@ -221,12 +222,7 @@ class PostgresEngine(Engine):
     name = "postgresql"
 
     def __init__(self, url: str):
-        try:
-            import psycopg
-        except ImportError as e:
-            raise ImportError(
-                "the PostgreSQL engine needs psycopg 3: pip install 'envgym[leaderboard]'"
-            ) from e
+        psycopg = require("psycopg", extra="leaderboard", purpose="the SQL env's PostgreSQL engine")
         self._psycopg = psycopg
         self.url = "postgresql://" + url.split("://", 1)[1]
         self._idle: list = []
