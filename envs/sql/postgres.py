@@ -123,7 +123,6 @@ class PostgresSession(Session):
 
     def run(self, sql: str, *, row_cap: int = 1000, time_limit_s: float = 2.0) -> QueryResult:
         import psycopg
-        from psycopg import sql as pgsql
 
         if self._conn is None:
             return QueryResult(ok=False, error="the session is closed")
@@ -132,13 +131,26 @@ class PostgresSession(Session):
             return QueryResult(ok=False, error=problem)
         refused = denied_function(sql)
         if refused:
-            return QueryResult(
-                ok=False, error=f"{refused} is refused: {READ_ONLY_MESSAGE}, and settings stay"
-            )
+            return QueryResult(ok=False, error=f"{refused} is refused: {READ_ONLY_MESSAGE}")
         row_cap = max(0, int(row_cap))
         ms = max(1, int(time_limit_s * 1000))
         conn = self._conn
         start = time.perf_counter()
+        try:
+            return self._run(conn, sql, row_cap, ms, time_limit_s, start)
+        except psycopg.OperationalError as e:  # the server went away, not the query's doing
+            self._broken()
+            return QueryResult(
+                ok=False,
+                error=f"the database connection failed ({self._message(e, time_limit_s)}); "
+                "try again",
+                seconds=time.perf_counter() - start,
+            )
+
+    def _run(self, conn, sql: str, row_cap: int, ms: int, time_limit_s: float, start: float):
+        import psycopg
+        from psycopg import sql as pgsql
+
         conn.execute(
             pgsql.SQL(
                 "SAVEPOINT envgym_q; SET LOCAL ROLE {}; SET LOCAL search_path TO {}; "
@@ -164,8 +176,11 @@ class PostgresSession(Session):
                 self._broken()
             return QueryResult(ok=False, error=message, seconds=time.perf_counter() - start)
         except (ValueError, OverflowError, UnicodeError) as e:  # a value psycopg cannot load
+            try:
+                cursor.close()
+            except psycopg.Error:
+                pass
             self._broken()
-            cursor.close()
             return QueryResult(
                 ok=False,
                 error=f"the result could not be read: {e}",
@@ -184,8 +199,10 @@ class PostgresSession(Session):
 
     def _broken(self) -> None:
         """Start a fresh transaction after an error the savepoint could not undo."""
+        if self._conn is None:
+            return
         try:
-            self._conn.rollback()
+            self._conn.execute("ROLLBACK")
             self._conn.execute("BEGIN READ ONLY")
         except Exception:
             self._conn.close()
