@@ -40,6 +40,10 @@ psql_() { su postgres -c "psql -p $port -v ON_ERROR_STOP=1 -qtAc \"$1\""; }
 if [ "$(psql_ "SELECT 1 FROM pg_roles WHERE rolname = '$DB_USER'")" != 1 ]; then
     psql_ "CREATE ROLE $DB_USER LOGIN PASSWORD '$DB_PASSWORD'" >&2
 fi
+# envgym/SQL-v0's PostgreSQL engine makes a read-only role per database it loads.
+if [ "$(psql_ "SELECT rolcreaterole FROM pg_roles WHERE rolname = '$DB_USER'")" != t ]; then
+    psql_ "ALTER ROLE $DB_USER CREATEROLE" >&2
+fi
 if [ "$(psql_ "SELECT 1 FROM pg_database WHERE datname = '$DB_NAME'")" != 1 ]; then
     psql_ "CREATE DATABASE $DB_NAME OWNER $DB_USER" >&2
 fi
