@@ -1,0 +1,469 @@
+"""Spider and BIRD, read from the folder a user downloaded them to (never the network).
+
+- **Spider 1.0** (yale-lily.github.io/spider): ``tables.json``, the questions
+  (``dev.json``; ``train_spider.json`` and ``train_others.json`` for ``split="train"``;
+  ``test.json`` with ``test_tables.json`` and ``test_database/`` for ``split="test"``),
+  each ``{"db_id", "question", "query", ...}``, and the databases as
+  ``database/<db_id>/<db_id>.sqlite``.
+- **BIRD** (bird-bench.github.io): ``dev.json`` with ``dev_tables.json`` and
+  ``dev_databases/<db_id>/<db_id>.sqlite`` (``train.json``, ``train_tables.json``,
+  ``train_databases/`` for ``split="train"``), each question
+  ``{"db_id", "question", "evidence", "SQL", "difficulty"}``.
+
+A ``tables.json`` entry becomes a `Schema`: the original table and column names,
+types mapped to INTEGER/REAL/TEXT (the SQLite file's declared type decides where it
+is clear, else the JSON's: ``number``/``real`` -> REAL, ``integer``/``boolean`` ->
+INTEGER, anything else -> TEXT), primary keys, foreign keys, and the readable names
+(``"student id"`` for ``StuID``) as descriptions where they differ. A column is a
+``primary_key`` when tables.json lists it as its table's only key column and the
+rows agree (its values distinct, never NULL), so `Schema.ddl` holds the data; a
+composite key (BIRD's ``[9, 10]``) marks none (`Schema` has no composite keys). A
+column is NOT NULL where the SQLite file declares it or it is the key. The foreign
+keys are the annotators', not checked against the rows (Spider's break some).
+
+Difficulty: BIRD's own label (simple -> easy, moderate -> medium, challenging ->
+hard). Spider's (and a BIRD question without a label) by the gold query's structure
+(`difficulty_of`): **hard** with a set operation (UNION/INTERSECT/EXCEPT), a nested
+SELECT, or three or more table references; **medium** with two (a self-join too)
+or a GROUP BY; else **easy**. A question is ``ordered`` when its gold query has a
+top-level ORDER BY.
+
+A question whose ``db_id`` has no database file is refused (`SqlDataMissing`,
+naming each missing file), not skipped: a benchmark that silently loses questions
+reports numbers nobody can compare. The databases are read lazily: the returned
+mapping opens a ``.sqlite`` file the first time its ``db_id`` is looked up and keeps
+the last few (BIRD's training databases are 33 GB together).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.tokens import TokenType
+
+from envgym.envs.sql.schema import Column, Database, ForeignKey, Question, Schema, Table
+
+__all__ = [
+    "SqlDataMissing",
+    "SqlDatabases",
+    "SqlFormatError",
+    "difficulty_of",
+    "find_sql_files",
+    "is_ordered",
+    "load_bird",
+    "load_spider",
+]
+
+BIRD_DIFFICULTY = {"simple": "easy", "moderate": "medium", "challenging": "hard"}
+
+
+class SqlDataMissing(FileNotFoundError):
+    """Spider's or BIRD's files are not where envgym looked (the message names them)."""
+
+
+class SqlFormatError(ValueError):
+    """A Spider or BIRD file is not in its format (the message names the file and where)."""
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where one split of one dataset keeps its files, relative to ``data_dir``."""
+
+    tables: str
+    questions: tuple[str, ...]  # the first is required, the rest are read when present
+    databases: str
+    sql_key: str
+
+
+_LAYOUTS: dict[str, dict[str, _Layout]] = {
+    "spider": {
+        "dev": _Layout("tables.json", ("dev.json",), "database", "query"),
+        "train": _Layout(
+            "tables.json", ("train_spider.json", "train_others.json"), "database", "query"
+        ),
+        "test": _Layout("test_tables.json", ("test.json",), "test_database", "query"),
+    },
+    "bird": {
+        "dev": _Layout("dev_tables.json", ("dev.json",), "dev_databases", "SQL"),
+        "train": _Layout("train_tables.json", ("train.json",), "train_databases", "SQL"),
+    },
+}
+
+_HOW_TO_GET = {
+    "spider": (
+        "envgym reads Spider 1.0 as released (yale-lily.github.io/spider): unzip spider.zip "
+        "and pass the folder that holds tables.json, dev.json, train_spider.json and "
+        "database/<db_id>/<db_id>.sqlite as data_dir="
+    ),
+    "bird": (
+        "envgym reads BIRD as released (bird-bench.github.io): unzip dev.zip, then "
+        "dev_databases.zip inside it, and pass the folder that holds dev.json, "
+        "dev_tables.json and dev_databases/<db_id>/<db_id>.sqlite as data_dir= "
+        "(train.zip likewise for split='train')"
+    ),
+}
+
+
+def _layout(dataset: str, split: str) -> _Layout:
+    splits = _LAYOUTS.get(dataset)
+    if splits is None:
+        raise ValueError(f"unknown dataset {dataset!r}; use one of {sorted(_LAYOUTS)}")
+    if split not in splits:
+        raise ValueError(f"{dataset} has no split {split!r}; use one of {sorted(splits)}")
+    return splits[split]
+
+
+def _missing(dataset: str, folder: Path, missing: list[str]) -> str:
+    name = {"spider": "Spider", "bird": "BIRD"}[dataset]
+    return f"{name} data missing in {folder}: no {'; no '.join(missing)}.\n{_HOW_TO_GET[dataset]}."
+
+
+def find_sql_files(dataset: str, data_dir: str | Path, split: str = "dev") -> str | None:
+    """None when `data_dir` holds `dataset`'s (``"spider"`` or ``"bird"``) files for
+    `split`, else a message naming what is missing, where envgym looked and how to
+    get it (for `EnvSpec.data_check`)."""
+    layout = _layout(dataset, split)
+    folder = Path(data_dir).expanduser()
+    if not folder.is_dir():
+        return _missing(dataset, folder, ["such folder"])
+    missing = [f"{name} (the tables)" for name in (layout.tables,) if not (folder / name).is_file()]
+    if not (folder / layout.questions[0]).is_file():
+        missing.append(f"{layout.questions[0]} (the questions)")
+    if not (folder / layout.databases).is_dir():
+        missing.append(f"{layout.databases}/ (the <db_id>/<db_id>.sqlite databases)")
+    return _missing(dataset, folder, missing) if missing else None
+
+
+# ------------------------------------------------------------------ reading JSON
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SqlFormatError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SqlFormatError(
+            f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); "
+            "re-download or re-extract the file"
+        ) from None
+
+
+def _objects(path: Path, what: str) -> list[dict[str, Any]]:
+    data = _read_json(path)
+    if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
+        raise SqlFormatError(f"{path}: expected a JSON array of {what} objects")
+    return data
+
+
+# ------------------------------------------------------------- gold-query structure
+def _parse(sql: str) -> exp.Expression | None:
+    try:
+        return sqlglot.parse_one(sql, read="sqlite")
+    except SqlglotError:
+        return None
+
+
+def _top_level_tokens(sql: str) -> list[TokenType]:
+    """The token types outside any parentheses (a fallback where sqlglot cannot parse)."""
+    depth, kinds = 0, []
+    try:
+        tokens = sqlglot.tokenize(sql, read="sqlite")
+    except SqlglotError:
+        return []
+    for token in tokens:
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0:
+            kinds.append(token.token_type)
+    return kinds
+
+
+def is_ordered(sql: str) -> bool:
+    """Whether `sql` has a top-level ORDER BY (one that orders its result rows)."""
+    tree = _parse(sql)
+    if tree is not None:
+        return tree.args.get("order") is not None
+    return TokenType.ORDER_BY in _top_level_tokens(sql)
+
+
+def difficulty_of(sql: str) -> str:
+    """``easy``/``medium``/``hard`` by the gold query's structure: hard with a set
+    operation, a nested SELECT or 3+ table references; medium with 2 (a self-join
+    too) or a GROUP BY; else easy."""
+    tree = _parse(sql)
+    if tree is None:  # count the keywords instead
+        try:
+            kinds = [t.token_type for t in sqlglot.tokenize(sql, read="sqlite")]
+        except SqlglotError:
+            return "hard"  # not even tokens: nothing says it is simple
+        set_ops = {TokenType.UNION, TokenType.INTERSECT, TokenType.EXCEPT} & set(kinds)
+        if set_ops or kinds.count(TokenType.SELECT) > 1 or kinds.count(TokenType.JOIN) >= 2:
+            return "hard"
+        return "medium" if TokenType.JOIN in kinds or TokenType.GROUP_BY in kinds else "easy"
+    selects = list(tree.find_all(exp.Select))
+    tables = len(list(tree.find_all(exp.Table)))  # references: a self-join counts twice
+    if tree.find(exp.Union, exp.Intersect, exp.Except) or len(selects) > 1 or tables >= 3:
+        return "hard"
+    return "medium" if tables == 2 or tree.find(exp.Group) else "easy"
+
+
+# ---------------------------------------------------------------------- schemas
+_JSON_TYPES = {"number": "REAL", "real": "REAL", "integer": "INTEGER", "boolean": "INTEGER"}
+
+
+def _affinity(declared: str, json_type: str) -> str:
+    """SQLite's affinity rules on the declared type; the JSON type where they say NUMERIC."""
+    d = declared.upper()
+    if "INT" in d:
+        return "INTEGER"
+    if any(k in d for k in ("CHAR", "CLOB", "TEXT")):
+        return "TEXT"
+    if any(k in d for k in ("REAL", "FLOA", "DOUB")):
+        return "REAL"
+    return _JSON_TYPES.get(json_type.lower(), "TEXT")
+
+
+def _readable(name: str, original: str) -> str:
+    return "" if name.replace(" ", "_").lower() == original.lower() else name
+
+
+def _schema(
+    entry: dict[str, Any],
+    where: str,
+    declared: dict[str, dict[str, tuple[str, bool]]],
+    unique: Callable[[str, str], bool],
+) -> Schema:
+    """The `Schema` of one tables.json entry. `declared` maps lower-case table and
+    column names to the SQLite file's (declared type, NOT NULL); `unique(table,
+    column)` says whether a column's values are distinct and never NULL, so that a
+    key the annotators listed but the rows break is not declared (`Schema.ddl`)."""
+    try:
+        tables = entry["table_names_original"]
+        names = entry.get("table_names", tables)
+        columns = entry["column_names_original"]
+        readable = entry.get("column_names", columns)
+        types = entry["column_types"]
+        singles: dict[int, list[int]] = {}  # table -> its single-column keys
+        composite: set[int] = set()  # tables with a composite key
+        for key in entry.get("primary_keys", []):
+            if isinstance(key, list):
+                composite.update(columns[i][0] for i in key)
+            else:
+                singles.setdefault(columns[key][0], []).append(key)
+        by_table: dict[int, list[Column]] = {i: [] for i in range(len(tables))}
+        for index, ((t, name), (_, nice), json_type) in enumerate(
+            zip(columns, readable, types, strict=True)
+        ):
+            if t < 0:  # Spider's [-1, "*"]
+                continue
+            decl, not_null = declared.get(tables[t].lower(), {}).get(name.lower(), ("", False))
+            pk = singles.get(t) == [index] and t not in composite and unique(tables[t], name)
+            by_table[t].append(
+                Column(
+                    name=name,
+                    type=_affinity(decl, json_type),
+                    nullable=not (not_null or pk),
+                    primary_key=pk,
+                    description=_readable(nice, name),
+                )
+            )
+        foreign = tuple(
+            ForeignKey(tables[columns[a][0]], columns[a][1], tables[columns[b][0]], columns[b][1])
+            for a, b in entry.get("foreign_keys", [])
+        )
+        return Schema(
+            name=entry["db_id"],
+            tables=tuple(
+                Table(name=tables[i], columns=tuple(cols), noun=_readable(names[i], tables[i]))
+                for i, cols in by_table.items()
+            ),
+            foreign_keys=foreign,
+        )
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        what = f"no {exc.args[0]!r} field" if isinstance(exc, KeyError) else str(exc)
+        raise SqlFormatError(f"{where}: not a tables.json entry ({what})") from None
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+
+
+def _read_database(path: Path, entry: dict[str, Any], where: str) -> Database:
+    """The database at `path` (read-only), its schema from `entry`, and its row counts."""
+    try:
+        conn = _connect(path)
+        try:
+            names = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' "
+                    "AND name NOT LIKE 'sqlite_%'"
+                )
+            ]
+            by_lower = {n.lower(): n for n in names}
+            declared: dict[str, dict[str, tuple[str, bool]]] = {}
+            counts = {}
+            for name in names:
+                info = conn.execute(f"PRAGMA table_info({_quote(name)})").fetchall()
+                declared[name.lower()] = {r[1].lower(): (r[2] or "", bool(r[3])) for r in info}
+                counts[name] = conn.execute(f"SELECT COUNT(*) FROM {_quote(name)}").fetchone()[0]
+
+            def unique(table: str, column: str) -> bool:
+                if table.lower() not in by_lower:
+                    return False
+                t, c = _quote(by_lower[table.lower()]), _quote(column)
+                sql = f"SELECT COUNT(*) = COUNT(DISTINCT {c}) AND COUNT(*) = COUNT({c}) FROM {t}"
+                return bool(conn.execute(sql).fetchone()[0])
+
+            missing = [
+                t for t in entry.get("table_names_original", []) if t.lower() not in by_lower
+            ]
+            if missing:
+                raise SqlFormatError(
+                    f"{path}: has no table {', '.join(missing)} that {where} lists"
+                )
+            schema = _schema(entry, where, declared, unique)
+            data = conn.serialize()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise SqlFormatError(
+            f"{path}: not a SQLite database, or not the one {where} describes ({exc})"
+        ) from None
+    return Database(
+        db_id=schema.name,
+        schema=schema,
+        sqlite_bytes=data,
+        row_counts={t.name: counts[by_lower[t.name.lower()]] for t in schema.tables},
+    )
+
+
+class SqlDatabases(Mapping[str, Database]):
+    """The databases one split's questions use, by ``db_id``, each read from its
+    ``.sqlite`` file the first time it is looked up; the last `keep` stay in memory."""
+
+    def __init__(self, files: dict[str, tuple[Path, dict[str, Any], str]], keep: int = 8) -> None:
+        self._files = files
+        self._keep = keep
+        self._cache: OrderedDict[str, Database] = OrderedDict()
+
+    def __getitem__(self, db_id: str) -> Database:
+        if db_id in self._cache:
+            self._cache.move_to_end(db_id)
+            return self._cache[db_id]
+        path, entry, where = self._files[db_id]
+        database = _read_database(path, entry, where)
+        self._cache[db_id] = database
+        while len(self._cache) > self._keep:
+            self._cache.popitem(last=False)
+        return database
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def path(self, db_id: str) -> Path:
+        """The ``.sqlite`` file `db_id` is read from."""
+        return self._files[db_id][0]
+
+    def __repr__(self) -> str:
+        return f"SqlDatabases({sorted(self._files)})"
+
+
+# ---------------------------------------------------------------------- loading
+def _text(row: dict[str, Any], key: str, where: str, *, optional: bool = False) -> str:
+    value = row.get(key, "" if optional else None)
+    if value is None and optional:
+        return ""
+    if not isinstance(value, str) or not (optional or value.strip()):
+        raise SqlFormatError(f'{where}: expected a non-empty "{key}" string, got {value!r}')
+    return value.strip()
+
+
+def _load(dataset: str, data_dir: str | Path, split: str) -> tuple[SqlDatabases, list[Question]]:
+    layout = _layout(dataset, split)
+    message = find_sql_files(dataset, data_dir, split)
+    if message is not None:
+        raise SqlDataMissing(message)
+    folder = Path(data_dir).expanduser()
+    tables_path = folder / layout.tables
+    entries: dict[str, tuple[dict[str, Any], str]] = {}
+    for i, entry in enumerate(_objects(tables_path, "database"), 1):
+        if not isinstance(entry.get("db_id"), str):
+            raise SqlFormatError(f'{tables_path}: entry {i}: no "db_id" string')
+        entries[entry["db_id"]] = (entry, f"{tables_path}: entry {i} ({entry['db_id']})")
+    questions: list[Question] = []
+    absent: dict[str, list[str]] = {}
+    files: dict[str, tuple[Path, dict[str, Any], str]] = {}
+    for name in layout.questions:
+        path = folder / name
+        if not path.is_file():
+            continue
+        for i, row in enumerate(_objects(path, "question"), 1):
+            where = f"{path}: question {i}"
+            db_id = _text(row, "db_id", where)
+            gold = _text(row, layout.sql_key, where)
+            if db_id not in entries:
+                absent.setdefault(f"{db_id!r} in {tables_path.name}", []).append(where)
+                continue
+            db_path = folder / layout.databases / db_id / f"{db_id}.sqlite"
+            if not db_path.is_file():
+                absent.setdefault(str(db_path), []).append(where)
+                continue
+            files.setdefault(db_id, (db_path, *entries[db_id]))
+            label = row.get("difficulty")
+            if dataset == "bird" and label is not None and label not in BIRD_DIFFICULTY:
+                raise SqlFormatError(
+                    f'{where}: "difficulty" is {label!r}, not one of {list(BIRD_DIFFICULTY)}'
+                )
+            questions.append(
+                Question(
+                    db_id=db_id,
+                    text=_text(row, "question", where),
+                    gold_sql=gold,
+                    difficulty=BIRD_DIFFICULTY[label] if label else difficulty_of(gold),
+                    shape=dataset,
+                    ordered=is_ordered(gold),
+                    evidence=_text(row, "evidence", where, optional=True),
+                )
+            )
+    if absent:
+        lines = [f"  {what}: {len(use)} questions, first {use[0]}" for what, use in absent.items()]
+        raise SqlDataMissing(
+            f"{sum(map(len, absent.values()))} questions name a database envgym cannot find "
+            f"(it refuses rather than drop them):\n" + "\n".join(lines) + "\n"
+            f"{_HOW_TO_GET[dataset]}."
+        )
+    if not questions:
+        raise SqlFormatError(f"{folder / layout.questions[0]} holds no questions")
+    return SqlDatabases(files), questions
+
+
+def load_spider(data_dir: str | Path, split: str = "dev") -> tuple[SqlDatabases, list[Question]]:
+    """Spider's databases (by ``db_id``, read lazily) and its `split`'s questions
+    (``dev``, ``train`` or ``test``) from the unzipped release in `data_dir`."""
+    return _load("spider", data_dir, split)
+
+
+def load_bird(data_dir: str | Path, split: str = "dev") -> tuple[SqlDatabases, list[Question]]:
+    """BIRD's databases (by ``db_id``, read lazily) and its `split`'s questions
+    (``dev`` or ``train``), with their evidence, from the unzipped release in `data_dir`."""
+    return _load("bird", data_dir, split)
