@@ -12,6 +12,7 @@ from sql_files import (
     BIRD_QUESTIONS,
     SPIDER_EXPECTED,
     SPIDER_QUESTIONS,
+    SPIDER_TABLES,
     write_bird,
     write_spider,
     write_sqlite,
@@ -20,6 +21,8 @@ from sql_files import (
 from envgym.envs.sql.loaders import (
     SqlDataMissing,
     SqlFormatError,
+    check_bird_data,
+    check_spider_data,
     difficulty_of,
     find_sql_files,
     is_ordered,
@@ -350,3 +353,56 @@ def test_unknown_dataset_or_split(tmp_path: Path) -> None:
         ValueError, match=r"unknown dataset 'wikisql'; use one of \['bird', 'spider'\]"
     ):
         find_sql_files("wikisql", folder)
+
+
+def test_the_folder_from_the_environment_or_the_default(tmp_path, monkeypatch) -> None:
+    """Without data_dir=, $ENVGYM_SPIDER_DATA / $ENVGYM_BIRD_DATA name the folder; the
+    zero-argument checks (an EnvSpec.data_check) say which folder was looked in."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("ENVGYM_SPIDER_DATA", raising=False)
+    with pytest.raises(SqlDataMissing) as info:
+        check_spider_data()
+    assert str(tmp_path / "home" / ".cache/envgym/spider") in str(info.value)
+    assert "neither data_dir= nor $ENVGYM_SPIDER_DATA was given" in str(info.value)
+    folder = write_bird(tmp_path / "my data #1?")  # a path a file: URI must escape
+    monkeypatch.setenv("ENVGYM_BIRD_DATA", str(folder))
+    check_bird_data()
+    databases, questions = load_bird()
+    assert len(questions) == 4 and databases["california_schools"].row_counts["frpm"] == 3
+    monkeypatch.setenv("ENVGYM_BIRD_DATA", str(tmp_path / "gone"))
+    with pytest.raises(SqlDataMissing, match=r"gone \(from \$ENVGYM_BIRD_DATA\): no such folder"):
+        check_bird_data()
+
+
+@pytest.mark.parametrize("db_id", ["../../outside", "/etc/passwd", ".hidden", "a/b"])
+def test_a_db_id_cannot_point_outside_the_release(tmp_path: Path, db_id: str) -> None:
+    folder = write_spider(tmp_path / "spider")
+    write_sqlite(tmp_path / "outside" / "outside.sqlite", "CREATE TABLE t (a INT);")
+    rows = [dict(SPIDER_QUESTIONS[0], db_id=db_id)]
+    (folder / "dev.json").write_text(json.dumps(rows))
+    with pytest.raises(SqlFormatError, match=r"question 1: db_id .* is not a database's folder"):
+        load_spider(folder)
+
+
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        ({"foreign_keys": [[-1, 1]]}, "a key names column -1, which is not a table's column"),
+        ({"primary_keys": [0]}, "a key names column 0, which is not a table's column"),
+        ({"column_types": ["text"]}, "column_types has 1 items, its \\*_original 12"),
+        (
+            {"column_names_original": [*SPIDER_TABLES[1]["column_names_original"][:-1], [7, "x"]]},
+            "column 'x' is in table 7; there are 3 tables",
+        ),
+        ({"table_names_original": "Student"}, "table_names_original: Input should be a valid list"),
+    ],
+)
+def test_a_broken_tables_entry_names_the_entry_and_the_problem(tmp_path, change, problem) -> None:
+    """Indices are checked when the file is read (Python would read -1 as the last
+    column and quietly build a wrong schema)."""
+    folder = write_spider(tmp_path / "spider")
+    tables = json.loads((folder / "tables.json").read_text())
+    tables[1].update(change)
+    (folder / "tables.json").write_text(json.dumps(tables))
+    with pytest.raises(SqlFormatError, match=rf"tables\.json: entry 2 \(pets_1\): .*{problem}"):
+        load_spider(folder)

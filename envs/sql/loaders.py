@@ -23,10 +23,10 @@ keys are the annotators', not checked against the rows (Spider's break some).
 
 Difficulty: BIRD's own label (simple -> easy, moderate -> medium, challenging ->
 hard). Spider's (and a BIRD question without a label) by the gold query's structure
-(`difficulty_of`): **hard** with a set operation (UNION/INTERSECT/EXCEPT), a nested
-SELECT, or three or more table references; **medium** with two (a self-join too)
-or a GROUP BY; else **easy**. A question is ``ordered`` when its gold query has a
-top-level ORDER BY.
+(`envgym.envs.sql.structure.difficulty_of`): **hard** with a set operation
+(UNION/INTERSECT/EXCEPT), a nested SELECT, or three or more table references;
+**medium** with two (a self-join too) or a GROUP BY; else **easy**. A question is
+``ordered`` when its gold query has a top-level ORDER BY.
 
 A question whose ``db_id`` has no database file is refused (`SqlDataMissing`,
 naming each missing file), not skipped: a benchmark that silently loses questions
@@ -38,29 +38,30 @@ the last few (BIRD's training databases are 33 GB together).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
-from sqlglot.tokens import TokenType
-
-from envgym.envs.sql.schema import Column, Database, ForeignKey, Question, Schema, Table
+from envgym.envs.sql.schema import Database, Question
+from envgym.envs.sql.structure import difficulty_of, is_ordered
+from envgym.envs.sql.tables_json import TablesEntry, ValidationError, explain, schema_of
 
 __all__ = [
     "SqlDataMissing",
     "SqlDatabases",
     "SqlFormatError",
+    "check_bird_data",
+    "check_spider_data",
     "difficulty_of",
     "find_sql_files",
     "is_ordered",
     "load_bird",
     "load_spider",
+    "sql_data_dir",
 ]
 
 BIRD_DIFFICULTY = {"simple": "easy", "moderate": "medium", "challenging": "hard"}
@@ -102,15 +103,18 @@ _HOW_TO_GET = {
     "spider": (
         "envgym reads Spider 1.0 as released (yale-lily.github.io/spider): unzip spider.zip "
         "and pass the folder that holds tables.json, dev.json, train_spider.json and "
-        "database/<db_id>/<db_id>.sqlite as data_dir="
+        "database/<db_id>/<db_id>.sqlite as data_dir=, or set $ENVGYM_SPIDER_DATA to it "
+        "(default: ~/.cache/envgym/spider)"
     ),
     "bird": (
         "envgym reads BIRD as released (bird-bench.github.io): unzip dev.zip, then "
         "dev_databases.zip inside it, and pass the folder that holds dev.json, "
-        "dev_tables.json and dev_databases/<db_id>/<db_id>.sqlite as data_dir= "
-        "(train.zip likewise for split='train')"
+        "dev_tables.json and dev_databases/<db_id>/<db_id>.sqlite as data_dir=, or set "
+        "$ENVGYM_BIRD_DATA to it (default: ~/.cache/envgym/bird; train.zip likewise for "
+        "split='train')"
     ),
 }
+_ENV_VARS = {"spider": "ENVGYM_SPIDER_DATA", "bird": "ENVGYM_BIRD_DATA"}
 
 
 def _layout(dataset: str, split: str) -> _Layout:
@@ -122,25 +126,61 @@ def _layout(dataset: str, split: str) -> _Layout:
     return splits[split]
 
 
-def _missing(dataset: str, folder: Path, missing: list[str]) -> str:
+def sql_data_dir(dataset: str, data_dir: str | Path | None = None) -> Path:
+    """`data_dir`, else ``$ENVGYM_SPIDER_DATA`` (``$ENVGYM_BIRD_DATA``), else
+    ``~/.cache/envgym/spider`` (``bird``)."""
+    _layout(dataset, "dev")
+    if data_dir is None:
+        data_dir = os.environ.get(_ENV_VARS[dataset]) or Path.home() / ".cache/envgym" / dataset
+    return Path(data_dir).expanduser()
+
+
+def _missing(dataset: str, folder: Path, given: bool, missing: list[str]) -> str:
     name = {"spider": "Spider", "bird": "BIRD"}[dataset]
-    return f"{name} data missing in {folder}: no {'; no '.join(missing)}.\n{_HOW_TO_GET[dataset]}."
+    var = _ENV_VARS[dataset]
+    if given:
+        source = ""
+    elif os.environ.get(var):
+        source = f" (from ${var})"
+    else:
+        source = f" (the default folder; neither data_dir= nor ${var} was given)"
+    return (
+        f"{name} data missing in {folder}{source}: no {'; no '.join(missing)}.\n"
+        f"{_HOW_TO_GET[dataset]}."
+    )
 
 
-def find_sql_files(dataset: str, data_dir: str | Path, split: str = "dev") -> str | None:
-    """None when `data_dir` holds `dataset`'s (``"spider"`` or ``"bird"``) files for
-    `split`, else a message naming what is missing, where envgym looked and how to
-    get it (for `EnvSpec.data_check`)."""
+def find_sql_files(
+    dataset: str, data_dir: str | Path | None = None, split: str = "dev"
+) -> str | None:
+    """None when `data_dir` (see `sql_data_dir`) holds `dataset`'s (``"spider"`` or
+    ``"bird"``) files for `split`, else a message naming what is missing, where envgym
+    looked and how to get it."""
     layout = _layout(dataset, split)
-    folder = Path(data_dir).expanduser()
+    folder = sql_data_dir(dataset, data_dir)
+    given = data_dir is not None
     if not folder.is_dir():
-        return _missing(dataset, folder, ["such folder"])
+        return _missing(dataset, folder, given, ["such folder"])
     missing = [f"{name} (the tables)" for name in (layout.tables,) if not (folder / name).is_file()]
     if not (folder / layout.questions[0]).is_file():
         missing.append(f"{layout.questions[0]} (the questions)")
     if not (folder / layout.databases).is_dir():
         missing.append(f"{layout.databases}/ (the <db_id>/<db_id>.sqlite databases)")
-    return _missing(dataset, folder, missing) if missing else None
+    return _missing(dataset, folder, given, missing) if missing else None
+
+
+def check_spider_data() -> None:
+    """Raise `SqlDataMissing` unless Spider's dev files are in `sql_data_dir` (an
+    `EnvSpec.data_check`)."""
+    if (message := find_sql_files("spider")) is not None:
+        raise SqlDataMissing(message)
+
+
+def check_bird_data() -> None:
+    """Raise `SqlDataMissing` unless BIRD's dev files are in `sql_data_dir` (an
+    `EnvSpec.data_check`)."""
+    if (message := find_sql_files("bird")) is not None:
+        raise SqlDataMissing(message)
 
 
 # ------------------------------------------------------------------ reading JSON
@@ -165,137 +205,6 @@ def _objects(path: Path, what: str) -> list[dict[str, Any]]:
     return data
 
 
-# ------------------------------------------------------------- gold-query structure
-def _parse(sql: str) -> exp.Expression | None:
-    try:
-        return sqlglot.parse_one(sql, read="sqlite")
-    except SqlglotError:
-        return None
-
-
-def _top_level_tokens(sql: str) -> list[TokenType]:
-    """The token types outside any parentheses (a fallback where sqlglot cannot parse)."""
-    depth, kinds = 0, []
-    try:
-        tokens = sqlglot.tokenize(sql, read="sqlite")
-    except SqlglotError:
-        return []
-    for token in tokens:
-        if token.token_type == TokenType.L_PAREN:
-            depth += 1
-        elif token.token_type == TokenType.R_PAREN:
-            depth -= 1
-        elif depth == 0:
-            kinds.append(token.token_type)
-    return kinds
-
-
-def is_ordered(sql: str) -> bool:
-    """Whether `sql` has a top-level ORDER BY (one that orders its result rows)."""
-    tree = _parse(sql)
-    if tree is not None:
-        return tree.args.get("order") is not None
-    return TokenType.ORDER_BY in _top_level_tokens(sql)
-
-
-def difficulty_of(sql: str) -> str:
-    """``easy``/``medium``/``hard`` by the gold query's structure: hard with a set
-    operation, a nested SELECT or 3+ table references; medium with 2 (a self-join
-    too) or a GROUP BY; else easy."""
-    tree = _parse(sql)
-    if tree is None:  # count the keywords instead
-        try:
-            kinds = [t.token_type for t in sqlglot.tokenize(sql, read="sqlite")]
-        except SqlglotError:
-            return "hard"  # not even tokens: nothing says it is simple
-        set_ops = {TokenType.UNION, TokenType.INTERSECT, TokenType.EXCEPT} & set(kinds)
-        if set_ops or kinds.count(TokenType.SELECT) > 1 or kinds.count(TokenType.JOIN) >= 2:
-            return "hard"
-        return "medium" if TokenType.JOIN in kinds or TokenType.GROUP_BY in kinds else "easy"
-    selects = list(tree.find_all(exp.Select))
-    tables = len(list(tree.find_all(exp.Table)))  # references: a self-join counts twice
-    if tree.find(exp.Union, exp.Intersect, exp.Except) or len(selects) > 1 or tables >= 3:
-        return "hard"
-    return "medium" if tables == 2 or tree.find(exp.Group) else "easy"
-
-
-# ---------------------------------------------------------------------- schemas
-_JSON_TYPES = {"number": "REAL", "real": "REAL", "integer": "INTEGER", "boolean": "INTEGER"}
-
-
-def _affinity(declared: str, json_type: str) -> str:
-    """SQLite's affinity rules on the declared type; the JSON type where they say NUMERIC."""
-    d = declared.upper()
-    if "INT" in d:
-        return "INTEGER"
-    if any(k in d for k in ("CHAR", "CLOB", "TEXT")):
-        return "TEXT"
-    if any(k in d for k in ("REAL", "FLOA", "DOUB")):
-        return "REAL"
-    return _JSON_TYPES.get(json_type.lower(), "TEXT")
-
-
-def _readable(name: str, original: str) -> str:
-    return "" if name.replace(" ", "_").lower() == original.lower() else name
-
-
-def _schema(
-    entry: dict[str, Any],
-    where: str,
-    declared: dict[str, dict[str, tuple[str, bool]]],
-    unique: Callable[[str, str], bool],
-) -> Schema:
-    """The `Schema` of one tables.json entry. `declared` maps lower-case table and
-    column names to the SQLite file's (declared type, NOT NULL); `unique(table,
-    column)` says whether a column's values are distinct and never NULL, so that a
-    key the annotators listed but the rows break is not declared (`Schema.ddl`)."""
-    try:
-        tables = entry["table_names_original"]
-        names = entry.get("table_names", tables)
-        columns = entry["column_names_original"]
-        readable = entry.get("column_names", columns)
-        types = entry["column_types"]
-        singles: dict[int, list[int]] = {}  # table -> its single-column keys
-        composite: set[int] = set()  # tables with a composite key
-        for key in entry.get("primary_keys", []):
-            if isinstance(key, list):
-                composite.update(columns[i][0] for i in key)
-            else:
-                singles.setdefault(columns[key][0], []).append(key)
-        by_table: dict[int, list[Column]] = {i: [] for i in range(len(tables))}
-        for index, ((t, name), (_, nice), json_type) in enumerate(
-            zip(columns, readable, types, strict=True)
-        ):
-            if t < 0:  # Spider's [-1, "*"]
-                continue
-            decl, not_null = declared.get(tables[t].lower(), {}).get(name.lower(), ("", False))
-            pk = singles.get(t) == [index] and t not in composite and unique(tables[t], name)
-            by_table[t].append(
-                Column(
-                    name=name,
-                    type=_affinity(decl, json_type),
-                    nullable=not (not_null or pk),
-                    primary_key=pk,
-                    description=_readable(nice, name),
-                )
-            )
-        foreign = tuple(
-            ForeignKey(tables[columns[a][0]], columns[a][1], tables[columns[b][0]], columns[b][1])
-            for a, b in entry.get("foreign_keys", [])
-        )
-        return Schema(
-            name=entry["db_id"],
-            tables=tuple(
-                Table(name=tables[i], columns=tuple(cols), noun=_readable(names[i], tables[i]))
-                for i, cols in by_table.items()
-            ),
-            foreign_keys=foreign,
-        )
-    except (KeyError, IndexError, TypeError, ValueError) as exc:
-        what = f"no {exc.args[0]!r} field" if isinstance(exc, KeyError) else str(exc)
-        raise SqlFormatError(f"{where}: not a tables.json entry ({what})") from None
-
-
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -304,7 +213,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
 
 
-def _read_database(path: Path, entry: dict[str, Any], where: str) -> Database:
+def _read_database(path: Path, entry: TablesEntry, where: str) -> Database:
     """The database at `path` (read-only), its schema from `entry`, and its row counts."""
     try:
         conn = _connect(path)
@@ -331,14 +240,12 @@ def _read_database(path: Path, entry: dict[str, Any], where: str) -> Database:
                 sql = f"SELECT COUNT(*) = COUNT(DISTINCT {c}) AND COUNT(*) = COUNT({c}) FROM {t}"
                 return bool(conn.execute(sql).fetchone()[0])
 
-            missing = [
-                t for t in entry.get("table_names_original", []) if t.lower() not in by_lower
-            ]
+            missing = [t for t in entry.table_names_original if t.lower() not in by_lower]
             if missing:
                 raise SqlFormatError(
                     f"{path}: has no table {', '.join(missing)} that {where} lists"
                 )
-            schema = _schema(entry, where, declared, unique)
+            schema = schema_of(entry, declared, unique)
             data = conn.serialize()
         finally:
             conn.close()
@@ -358,7 +265,7 @@ class SqlDatabases(Mapping[str, Database]):
     """The databases one split's questions use, by ``db_id``, each read from its
     ``.sqlite`` file the first time it is looked up; the last `keep` stay in memory."""
 
-    def __init__(self, files: dict[str, tuple[Path, dict[str, Any], str]], keep: int = 8) -> None:
+    def __init__(self, files: dict[str, tuple[Path, TablesEntry, str]], keep: int = 8) -> None:
         self._files = files
         self._keep = keep
         self._cache: OrderedDict[str, Database] = OrderedDict()
@@ -398,21 +305,28 @@ def _text(row: dict[str, Any], key: str, where: str, *, optional: bool = False) 
     return value.strip()
 
 
-def _load(dataset: str, data_dir: str | Path, split: str) -> tuple[SqlDatabases, list[Question]]:
+def _load(
+    dataset: str, data_dir: str | Path | None, split: str
+) -> tuple[SqlDatabases, list[Question]]:
     layout = _layout(dataset, split)
     message = find_sql_files(dataset, data_dir, split)
     if message is not None:
         raise SqlDataMissing(message)
-    folder = Path(data_dir).expanduser()
+    folder = sql_data_dir(dataset, data_dir)
     tables_path = folder / layout.tables
-    entries: dict[str, tuple[dict[str, Any], str]] = {}
-    for i, entry in enumerate(_objects(tables_path, "database"), 1):
-        if not isinstance(entry.get("db_id"), str):
-            raise SqlFormatError(f'{tables_path}: entry {i}: no "db_id" string')
-        entries[entry["db_id"]] = (entry, f"{tables_path}: entry {i} ({entry['db_id']})")
+    entries: dict[str, tuple[TablesEntry, str]] = {}
+    for i, raw in enumerate(_objects(tables_path, "database"), 1):
+        try:
+            entry = TablesEntry.model_validate(raw)
+        except ValidationError as exc:
+            name = f" ({raw['db_id']})" if isinstance(raw.get("db_id"), str) else ""
+            raise SqlFormatError(
+                f"{tables_path}: entry {i}{name}: not a tables.json entry ({explain(exc)})"
+            ) from None
+        entries[entry.db_id] = (entry, f"{tables_path}: entry {i} ({entry.db_id})")
     questions: list[Question] = []
     absent: dict[str, list[str]] = {}
-    files: dict[str, tuple[Path, dict[str, Any], str]] = {}
+    files: dict[str, tuple[Path, TablesEntry, str]] = {}
     for name in layout.questions:
         path = folder / name
         if not path.is_file():
@@ -420,6 +334,8 @@ def _load(dataset: str, data_dir: str | Path, split: str) -> tuple[SqlDatabases,
         for i, row in enumerate(_objects(path, "question"), 1):
             where = f"{path}: question {i}"
             db_id = _text(row, "db_id", where)
+            if Path(db_id).name != db_id or db_id.startswith("."):
+                raise SqlFormatError(f"{where}: db_id {db_id!r} is not a database's folder name")
             gold = _text(row, layout.sql_key, where)
             if db_id not in entries:
                 absent.setdefault(f"{db_id!r} in {tables_path.name}", []).append(where)
@@ -457,13 +373,19 @@ def _load(dataset: str, data_dir: str | Path, split: str) -> tuple[SqlDatabases,
     return SqlDatabases(files), questions
 
 
-def load_spider(data_dir: str | Path, split: str = "dev") -> tuple[SqlDatabases, list[Question]]:
+def load_spider(
+    data_dir: str | Path | None = None, split: str = "dev"
+) -> tuple[SqlDatabases, list[Question]]:
     """Spider's databases (by ``db_id``, read lazily) and its `split`'s questions
-    (``dev``, ``train`` or ``test``) from the unzipped release in `data_dir`."""
+    (``dev``, ``train`` or ``test``) from the unzipped release in `data_dir` (see
+    `sql_data_dir`)."""
     return _load("spider", data_dir, split)
 
 
-def load_bird(data_dir: str | Path, split: str = "dev") -> tuple[SqlDatabases, list[Question]]:
+def load_bird(
+    data_dir: str | Path | None = None, split: str = "dev"
+) -> tuple[SqlDatabases, list[Question]]:
     """BIRD's databases (by ``db_id``, read lazily) and its `split`'s questions
-    (``dev`` or ``train``), with their evidence, from the unzipped release in `data_dir`."""
+    (``dev`` or ``train``), with their evidence, from the unzipped release in
+    `data_dir` (see `sql_data_dir`)."""
     return _load("bird", data_dir, split)
