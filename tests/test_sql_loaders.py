@@ -406,3 +406,14 @@ def test_a_broken_tables_entry_names_the_entry_and_the_problem(tmp_path, change,
     (folder / "tables.json").write_text(json.dumps(tables))
     with pytest.raises(SqlFormatError, match=rf"tables\.json: entry 2 \(pets_1\): .*{problem}"):
         load_spider(folder)
+
+
+def test_databases_beyond_the_cache_are_read_again_alike(tmp_path: Path) -> None:
+    databases, _ = load_spider(write_spider(tmp_path / "spider"))
+    databases.cache_bytes = 1  # keeps only the last one read
+    first = databases["pets_1"]
+    assert databases["pets_1"] is first  # held
+    databases["concert_singer"]
+    again = databases["pets_1"]  # read from its file again
+    assert again is not first and again == first
+    assert dict(databases) == {k: databases[k] for k in ("concert_singer", "pets_1")}

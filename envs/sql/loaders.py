@@ -31,8 +31,9 @@ hard). Spider's (and a BIRD question without a label) by the gold query's struct
 A question whose ``db_id`` has no database file is refused (`SqlDataMissing`,
 naming each missing file), not skipped: a benchmark that silently loses questions
 reports numbers nobody can compare. The databases are read lazily: the returned
-mapping opens a ``.sqlite`` file the first time its ``db_id`` is looked up and keeps
-the last few (BIRD's training databases are 33 GB together).
+mapping (`SqlDatabases`) opens a ``.sqlite`` file the first time its ``db_id`` is
+looked up and keeps the recent ones up to 1 GiB (BIRD's training databases are
+33 GB together).
 """
 
 from __future__ import annotations
@@ -263,11 +264,15 @@ def _read_database(path: Path, entry: TablesEntry, where: str) -> Database:
 
 class SqlDatabases(Mapping[str, Database]):
     """The databases one split's questions use, by ``db_id``, each read from its
-    ``.sqlite`` file the first time it is looked up; the last `keep` stay in memory."""
+    ``.sqlite`` file the first time it is looked up. The most recently used stay in
+    memory while their bytes add up to at most `cache_bytes` (1 GiB: all of Spider,
+    BIRD's dev set nearly; the last one read always stays)."""
 
-    def __init__(self, files: dict[str, tuple[Path, TablesEntry, str]], keep: int = 8) -> None:
+    def __init__(
+        self, files: dict[str, tuple[Path, TablesEntry, str]], cache_bytes: int = 1 << 30
+    ) -> None:
         self._files = files
-        self._keep = keep
+        self.cache_bytes = cache_bytes
         self._cache: OrderedDict[str, Database] = OrderedDict()
 
     def __getitem__(self, db_id: str) -> Database:
@@ -277,8 +282,9 @@ class SqlDatabases(Mapping[str, Database]):
         path, entry, where = self._files[db_id]
         database = _read_database(path, entry, where)
         self._cache[db_id] = database
-        while len(self._cache) > self._keep:
-            self._cache.popitem(last=False)
+        held = sum(len(d.sqlite_bytes) for d in self._cache.values())
+        while held > self.cache_bytes and len(self._cache) > 1:
+            held -= len(self._cache.popitem(last=False)[1].sqlite_bytes)
         return database
 
     def __iter__(self) -> Iterator[str]:
