@@ -21,6 +21,7 @@ from sql_files import (
 from envgym.envs.sql.loaders import (
     SqlDataMissing,
     SqlFormatError,
+    answerable,
     check_bird_data,
     check_spider_data,
     difficulty_of,
@@ -417,3 +418,40 @@ def test_databases_beyond_the_cache_are_read_again_alike(tmp_path: Path) -> None
     again = databases["pets_1"]  # read from its file again
     assert again is not first and again == first
     assert dict(databases) == {k: databases[k] for k in ("concert_singer", "pets_1")}
+
+
+def test_answerable_drops_gold_queries_that_would_reward_a_blind_answer(tmp_path: Path) -> None:
+    """An empty (or all-NULL) gold result would be matched by ``SELECT NULL WHERE 0``
+    without reading the question; a gold query that fails, hangs, writes or floods
+    cannot be scored. answerable keeps the rest, in order, and says why it dropped
+    each of the others."""
+    folder = write_spider(tmp_path / "spider")
+    bad = {
+        "SELECT name FROM singer WHERE age > 100": "empty",
+        "SELECT max(age) FROM singer WHERE age > 100": "empty",
+        "SELECT nope FROM singer": "error",
+        "DELETE FROM singer": "error",
+        "SELECT 1; DROP TABLE singer": "error",
+        "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) "
+        "SELECT count(*) FROM c": "too slow",
+        "SELECT * FROM singer JOIN stadium JOIN concert": "too many rows",
+    }
+    rows = (
+        SPIDER_QUESTIONS[:2]
+        + [
+            {"db_id": "concert_singer", "question": f"q{i}", "query": sql}
+            for i, sql in enumerate(bad)
+        ]
+        + SPIDER_QUESTIONS[2:]
+    )
+    (folder / "dev.json").write_text(json.dumps(rows))
+    databases, questions = load_spider(folder)
+    kept, dropped = answerable(databases, questions, seconds=2.0, max_rows=20)
+    assert [q.gold_sql for q in kept] == [q["query"] for q in SPIDER_QUESTIONS]
+    assert {why: [questions[i].gold_sql for i in idx] for why, idx in dropped.items()} == {
+        why: [sql for sql, w in bad.items() if w == why]
+        for why in ("error", "too slow", "too many rows", "empty")
+    }
+    assert _run(databases["concert_singer"], "SELECT count(*) FROM singer") == [(4,)]
+    bird, bird_questions = load_bird(write_bird(tmp_path / "bird"))
+    assert answerable(bird, bird_questions)[0] == bird_questions

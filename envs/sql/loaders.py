@@ -34,6 +34,12 @@ reports numbers nobody can compare. The databases are read lazily: the returned
 mapping (`SqlDatabases`) opens a ``.sqlite`` file the first time its ``db_id`` is
 looked up and keeps the recent ones up to 1 GiB (BIRD's training databases are
 33 GB together).
+
+Some released gold queries cannot be scored: an empty (or all-NULL) result is
+matched by any query that returns nothing, so a policy could earn it blind, and a
+few fail or run for minutes on SQLite. `answerable` runs each gold query once and
+keeps the ones that return 1..max_rows rows with a value in them; an env serving
+loaded questions should serve only those.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -55,6 +62,7 @@ __all__ = [
     "SqlDataMissing",
     "SqlDatabases",
     "SqlFormatError",
+    "answerable",
     "check_bird_data",
     "check_spider_data",
     "difficulty_of",
@@ -395,3 +403,56 @@ def load_bird(
     (``dev`` or ``train``), with their evidence, from the unzipped release in
     `data_dir` (see `sql_data_dir`)."""
     return _load("bird", data_dir, split)
+
+
+# ------------------------------------------------------------------ vetting gold
+def answerable(
+    databases: Mapping[str, Database],
+    questions: list[Question],
+    *,
+    seconds: float = 10.0,
+    max_rows: int = 10_000,
+) -> tuple[list[Question], dict[str, list[int]]]:
+    """The questions whose gold query can reward only a right answer, and the indices
+    of the others by why. A released gold query may fail on SQLite (``"error"``),
+    run past `seconds` (``"too slow"``), return more than `max_rows` rows (``"too
+    many rows"``), or return no rows or only NULLs (``"empty"``): an agent that
+    submits ``SELECT NULL WHERE 0`` would match an empty gold result without reading
+    the question, so such a question cannot be scored. Each database is opened once
+    (in memory, ``query_only``)."""
+    dropped: dict[str, list[int]] = {"error": [], "too slow": [], "too many rows": [], "empty": []}
+    by_db: dict[str, list[int]] = {}
+    for i, question in enumerate(questions):
+        by_db.setdefault(question.db_id, []).append(i)
+    for db_id, indices in by_db.items():
+        conn = sqlite3.connect(":memory:")
+        try:
+            conn.deserialize(databases[db_id].sqlite_bytes)
+            conn.execute("PRAGMA query_only = ON")
+            for i in indices:
+                if (
+                    why := _gold_problem(conn, questions[i].gold_sql, seconds, max_rows)
+                ) is not None:
+                    dropped[why].append(i)
+        finally:
+            conn.close()
+    bad = {i for indices in dropped.values() for i in indices}
+    return [q for i, q in enumerate(questions) if i not in bad], dropped
+
+
+def _gold_problem(conn: sqlite3.Connection, sql: str, seconds: float, max_rows: int) -> str | None:
+    deadline = time.monotonic() + seconds
+    conn.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+    try:
+        rows = conn.execute(sql).fetchmany(max_rows + 1)
+    except sqlite3.Error:
+        return "too slow" if time.monotonic() > deadline else "error"
+    except (ValueError, OverflowError):  # several statements, text that is not UTF-8
+        return "error"
+    finally:
+        conn.set_progress_handler(None, 0)
+    if len(rows) > max_rows:
+        return "too many rows"
+    if all(value is None for row in rows for value in row):
+        return "empty"
+    return None
