@@ -231,7 +231,7 @@ def _read_database(path: Path, entry: TablesEntry, where: str) -> Database:
                 r[0]
                 for r in conn.execute(
                     "SELECT name FROM sqlite_master WHERE type = 'table' "
-                    "AND name NOT LIKE 'sqlite_%'"
+                    "AND name NOT GLOB 'sqlite_*'"
                 )
             ]
             by_lower = {n.lower(): n for n in names}
@@ -359,8 +359,8 @@ def _load(
                 absent.setdefault(str(db_path), []).append(where)
                 continue
             files.setdefault(db_id, (db_path, *entries[db_id]))
-            label = row.get("difficulty")
-            if dataset == "bird" and label is not None and label not in BIRD_DIFFICULTY:
+            label = row.get("difficulty") if dataset == "bird" else None
+            if label is not None and label not in BIRD_DIFFICULTY:
                 raise SqlFormatError(
                     f'{where}: "difficulty" is {label!r}, not one of {list(BIRD_DIFFICULTY)}'
                 )

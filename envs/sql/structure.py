@@ -8,6 +8,8 @@ parentheses), so a dataset's odd query still gets a label.
 
 from __future__ import annotations
 
+import functools
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -16,6 +18,7 @@ from sqlglot.tokens import TokenType
 __all__ = ["difficulty_of", "is_ordered"]
 
 
+@functools.lru_cache(maxsize=256)  # is_ordered and difficulty_of read the same query
 def _parse(sql: str) -> exp.Expression | None:
     try:
         return sqlglot.parse_one(sql, read="sqlite")
