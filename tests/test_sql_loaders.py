@@ -24,13 +24,12 @@ from envgym.envs.sql.loaders import (
     answerable,
     check_bird_data,
     check_spider_data,
-    difficulty_of,
     find_sql_files,
-    is_ordered,
     load_bird,
     load_spider,
 )
 from envgym.envs.sql.schema import Database, ForeignKey
+from envgym.envs.sql.structure import difficulty_of, is_ordered
 
 
 def _open(database: Database) -> sqlite3.Connection:

@@ -55,8 +55,8 @@ from pathlib import Path
 from typing import Any
 
 from envgym.envs.sql.schema import Database, Question
-from envgym.envs.sql.structure import difficulty_of, is_ordered
 from envgym.envs.sql.tables_json import TablesEntry, ValidationError, explain, schema_of
+from envgym.extras import require
 
 __all__ = [
     "SqlDataMissing",
@@ -65,9 +65,7 @@ __all__ = [
     "answerable",
     "check_bird_data",
     "check_spider_data",
-    "difficulty_of",
     "find_sql_files",
-    "is_ordered",
     "load_bird",
     "load_spider",
     "sql_data_dir",
@@ -326,6 +324,10 @@ def _load(
     message = find_sql_files(dataset, data_dir, split)
     if message is not None:
         raise SqlDataMissing(message)
+    # sqlglot reads each gold query's structure (the `sql` extra).
+    require("sqlglot", extra="sql", purpose=f"loading {dataset}'s questions")
+    from envgym.envs.sql import structure
+
     folder = sql_data_dir(dataset, data_dir)
     tables_path = folder / layout.tables
     entries: dict[str, tuple[TablesEntry, str]] = {}
@@ -369,9 +371,9 @@ def _load(
                     db_id=db_id,
                     text=_text(row, "question", where),
                     gold_sql=gold,
-                    difficulty=BIRD_DIFFICULTY[label] if label else difficulty_of(gold),
+                    difficulty=BIRD_DIFFICULTY.get(label) or structure.difficulty_of(gold),
                     shape=dataset,
-                    ordered=is_ordered(gold),
+                    ordered=structure.is_ordered(gold),
                     evidence=_text(row, "evidence", where, optional=True),
                 )
             )
