@@ -135,7 +135,9 @@ def subquery_extreme(ctx: Context, rng) -> Candidate | None:
         w=describe(column),
         lab=describe(lab),
     )
-    return Candidate(sql, text)
+    # "the {c} with the highest ..." names one row: exactly one holds the extreme.
+    single = f"SELECT COUNT(*) - 1 FROM {q(child)} AS T1 WHERE {key} = {extreme}"
+    return Candidate(sql, text, zero=[single])
 
 
 SET_WORDS = {

@@ -66,8 +66,11 @@ def _agg(ctx: Context, rng, table: str, alias: str, dates: bool = True):
     words = pick(rng, AGG_WORDS[func]).format(w=bare(describe(column)))
     if column.type == "DATE":
         words = f"the {'earliest' if func == 'MIN' else 'latest'} {bare(describe(column))}"
-    if func == "AVG" or (func == "SUM" and column.type == "REAL"):
+    if func == "AVG":
         return f"ROUND({raw}, 2)", raw, words + ROUNDED
+    if func == "SUM" and column.type == "REAL":
+        # PostgreSQL rounds only NUMERIC to places (sqlglot casts AVG's result, not SUM's).
+        return f"ROUND(CAST({raw} AS NUMERIC), 2)", raw, words + ROUNDED
     return raw, "", words
 
 
