@@ -109,8 +109,9 @@ def day(rng: np.random.Generator, start: date, span: int) -> str:
     return (start + timedelta(days=int(rng.integers(span)))).isoformat()
 
 
-def clinic_rows(seed: int = 0) -> dict[str, list[tuple]]:
-    """The rows of every table, drawn from ``seed``."""
+def clinic_rows(seed: int = 0, scale: int = 1) -> dict[str, list[tuple]]:
+    """The rows of every table, drawn from ``seed``; ``scale`` multiplies the
+    patients, visits and prescriptions (names repeat past 380 patients)."""
     rng = np.random.default_rng(seed)
     names = [f"{f} {last}" for f in FIRST for last in LAST]
     rng.shuffle(names)
@@ -121,30 +122,30 @@ def clinic_rows(seed: int = 0) -> dict[str, list[tuple]]:
         salary = round(float(rng.normal(120000, 25000)), 2)
         hired = day(rng, date(2005, 1, 1), 6000)
         rows["doctors"].append((i + 1, "Dr " + names[i], int(rng.integers(1, 6)), salary, hired))
-    for i in range(150):
+    for i in range(150 * scale):
         weight = None if rng.random() < 0.15 else round(float(rng.normal(75, 14)), 1)
         insurer = None if rng.random() < 0.2 else str(rng.choice(["Acme", "Bluecare", "Civis"]))
         birth = day(rng, date(1940, 1, 1), 25000)
         rows["patients"].append(
-            (i + 1, names[20 + i], str(rng.choice(CITIES)), birth, weight, insurer)
+            (i + 1, names[20 + i % 380], str(rng.choice(CITIES)), birth, weight, insurer)
         )
     rows["visits"] = [
-        (i + 1, int(rng.integers(1, 151)), int(rng.integers(1, 21)),
+        (i + 1, int(rng.integers(1, 150 * scale + 1)), int(rng.integers(1, 21)),
          day(rng, date(2021, 1, 1), 1300), round(float(rng.gamma(3, 40)), 2),
          int(rng.integers(10, 90)))
-        for i in range(400)
+        for i in range(400 * scale)
     ]  # fmt: skip
     rows["prescriptions"] = [
-        (i + 1, int(rng.integers(1, 401)), str(rng.choice(DRUGS)),
+        (i + 1, int(rng.integers(1, 400 * scale + 1)), str(rng.choice(DRUGS)),
          int(rng.choice([5, 10, 20, 40, 250, 500])),
          None if rng.random() < 0.3 else int(rng.integers(0, 6)))
-        for i in range(300)
+        for i in range(300 * scale)
     ]  # fmt: skip
     return rows
 
 
-def clinic_database(seed: int = 0) -> Database:
-    rows = clinic_rows(seed)
+def clinic_database(seed: int = 0, scale: int = 1) -> Database:
+    rows = clinic_rows(seed, scale)
     conn = sqlite3.connect(":memory:")
     conn.executescript(SCHEMA.ddl())
     for table in SCHEMA.tables:
@@ -154,4 +155,4 @@ def clinic_database(seed: int = 0) -> Database:
     data = conn.serialize()
     conn.close()
     counts = {name: len(r) for name, r in rows.items()}
-    return Database(f"clinic-{seed}", SCHEMA, data, counts)
+    return Database(f"clinic-{seed}" + (f"x{scale}" if scale > 1 else ""), SCHEMA, data, counts)

@@ -17,9 +17,34 @@ import numpy as np
 
 from envgym.envs.sql.schema import Column, Database, ForeignKey, Table
 
-__all__ = ["Candidate", "Cond", "Context", "Link", "bare", "describe", "pick", "q", "sql_literal"]
+__all__ = [
+    "kind",
+    "Candidate",
+    "Cond",
+    "Context",
+    "Link",
+    "bare",
+    "describe",
+    "pick",
+    "q",
+    "sql_literal",
+]
 
 NUMERIC = ("INTEGER", "REAL")
+
+
+def kind(column: Column) -> str:
+    """``INTEGER``, ``REAL``, ``DATE`` or ``TEXT``: the column's type as the grammar
+    treats it (a loaded database's ``number``, ``FLOAT`` or ``DATETIME`` included;
+    a number of unknown kind is REAL, so never compared for equality)."""
+    declared = column.type.upper()
+    if "INT" in declared:
+        return "INTEGER"
+    if any(word in declared for word in ("REAL", "FLOA", "DOUB", "DEC", "NUM")):
+        return "REAL"
+    if "DATE" in declared or "TIME" in declared:
+        return "DATE"
+    return "TEXT"
 
 
 def q(name: str) -> str:
@@ -138,8 +163,12 @@ class Context:
     def close(self) -> None:
         self.conn.close()
 
-    def run(self, sql: str) -> list[tuple]:
-        return self.conn.execute(sql).fetchall()
+    def run(self, sql: str, limit: int = 0) -> list[tuple]:
+        """The query's rows; with ``limit``, at most that many (SQLite stops there)."""
+        cursor = self.conn.execute(sql)
+        rows = cursor.fetchmany(limit) if limit else cursor.fetchall()
+        cursor.close()
+        return rows
 
     def rows(self, table: str) -> int:
         count = self.database.row_counts.get(table)
@@ -165,7 +194,7 @@ class Context:
     def label(self, table: str) -> Column:
         """The column that names a row: a non-null text column, ``name``-like first."""
         columns = self.table(table).columns
-        texts = [c for c in self.attrs[table] if c.type == "TEXT" and not c.nullable]
+        texts = [c for c in self.attrs[table] if kind(c) == "TEXT" and not c.nullable]
         for word in ("name", "title"):
             for column in texts:
                 if word in column.name.lower():
@@ -184,17 +213,20 @@ class Context:
         return self._values[key]
 
     def numbers(self, table: str) -> list[Column]:
-        return [c for c in self.attrs[table] if c.type in NUMERIC and self.values(table, c.name)]
+        return [c for c in self.attrs[table] if kind(c) in NUMERIC and self.values(table, c.name)]
 
     def dates(self, table: str) -> list[Column]:
-        return [c for c in self.attrs[table] if c.type == "DATE" and self.values(table, c.name)]
+        return [c for c in self.attrs[table] if kind(c) == "DATE" and self.values(table, c.name)]
 
     def categories(self, table: str) -> list[Column]:
-        """Columns worth grouping by: 2 to 20 distinct values, not REAL."""
+        """Columns worth grouping by: 2 to 20 distinct values, each shared by two
+        rows on average or more, not REAL."""
+        rows = self.rows(table)
         return [
             c
             for c in self.attrs[table]
-            if c.type in ("TEXT", "INTEGER") and 2 <= len(self.values(table, c.name)) <= 20
+            if kind(c) in ("TEXT", "INTEGER")
+            and 2 <= len(self.values(table, c.name)) <= min(20, rows // 2)
         ]
 
     def links(self, table: str) -> list[tuple[str, ForeignKey]]:
@@ -236,10 +268,10 @@ class Context:
         ref, what = f"{alias}.{q(column.name)}", describe(column)
         if column.nullable and rng.random() < 0.25:
             return _null_cond(rng, ref, what)
-        if column.type == "DATE":
+        if kind(column) == "DATE":
             return _date_cond(rng, ref, what, values)
-        if column.type in NUMERIC:
-            return _number_cond(rng, ref, what, values, column.type == "REAL")
+        if kind(column) in NUMERIC:
+            return _number_cond(rng, ref, what, values, kind(column) == "REAL")
         return self._text_cond(rng, table, column, ref, what, values)
 
     def _text_cond(self, rng, table, column, ref, what, values) -> Cond | None:

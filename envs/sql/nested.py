@@ -3,7 +3,7 @@ operations, and grouping over a two-join path (`questions.py` checks them)."""
 
 from __future__ import annotations
 
-from envgym.envs.sql.grammar import Candidate, Context, bare, describe, pick, q
+from envgym.envs.sql.grammar import Candidate, Context, bare, describe, kind, pick, q
 from envgym.envs.sql.shapes import _child_parent, _col, _from, _join_filter, _link_phrase
 
 
@@ -111,7 +111,7 @@ def subquery_extreme(ctx: Context, rng) -> Candidate | None:
     column, lab = pick(rng, columns), ctx.label(parent)
     high = rng.random() < 0.6
     func = "MAX" if high else "MIN"
-    if column.type == "DATE":
+    if kind(column) == "DATE":
         word = "latest" if high else "earliest"
     else:
         word = "highest" if high else "lowest"

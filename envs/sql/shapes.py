@@ -12,6 +12,7 @@ from envgym.envs.sql.grammar import (
     Context,
     bare,
     describe,
+    kind,
     pick,
     q,
     window_cond,
@@ -60,15 +61,15 @@ def _agg(ctx: Context, rng, table: str, alias: str, dates: bool = True):
     if not columns:
         return None
     column = pick(rng, columns)
-    funcs = ["MIN", "MAX"] + (["AVG", "SUM"] if column.type != "DATE" else [])
+    funcs = ["MIN", "MAX"] + (["AVG", "SUM"] if kind(column) != "DATE" else [])
     func = pick(rng, funcs)
     raw = f"{func}({_col(alias, column)})"
     words = pick(rng, AGG_WORDS[func]).format(w=bare(describe(column)))
-    if column.type == "DATE":
+    if kind(column) == "DATE":
         words = f"the {'earliest' if func == 'MIN' else 'latest'} {bare(describe(column))}"
     if func == "AVG":
         return f"ROUND({raw}, 2)", raw, words + ROUNDED
-    if func == "SUM" and column.type == "REAL":
+    if func == "SUM" and kind(column) == "REAL":
         # PostgreSQL rounds only NUMERIC to places (sqlglot casts AVG's result, not SUM's).
         return f"ROUND(CAST({raw} AS NUMERIC), 2)", raw, words + ROUNDED
     return raw, "", words
@@ -135,7 +136,7 @@ def _count_distinct(ctx: Context, rng) -> Candidate | None:
 def _top(rng, key_sql: str, column) -> tuple[str, str, str]:
     """(direction, its word, the other direction) for ordering by a column."""
     high = rng.random() < 0.6
-    if column is not None and column.type == "DATE":
+    if column is not None and kind(column) == "DATE":
         return ("DESC", "latest", "ASC") if high else ("ASC", "earliest", "DESC")
     return ("DESC", "highest", "ASC") if high else ("ASC", "lowest", "DESC")
 
@@ -260,7 +261,7 @@ def _group(ctx: Context, rng, having: bool) -> Candidate | None:
         text = pick(
             rng,
             [
-                "For each {w}, how many {nouns} are there? Give {w} and the count.",
+                "For each {b}, how many {nouns} are there? Give {w} and the count.",
                 "Count the {nouns} per {b}: list each {b} with its number of {nouns}.",
             ],
         )
@@ -282,7 +283,7 @@ def _group(ctx: Context, rng, having: bool) -> Candidate | None:
     return Candidate(sql, text.format(w=what, b=bare(what), n=n, nouns=nouns))
 
 
-def _parent_groups(ctx: Context, rng, links, table: str):
+def _parent_groups(ctx: Context, table: str):
     """GROUP BY on the first table's key and name, and the same grouped by name only."""
     pk, lab = ctx.pk(table), ctx.label(table)
     if pk is None:
@@ -294,11 +295,11 @@ def _join_group(ctx: Context, rng, top: bool) -> Candidate | None:
     found = _child_parent(ctx, rng)
     if found is None:
         return None
-    fk, on = found
+    fk, _ = found
     parent, child = fk.ref_table, fk.table
     # T1 is the parent here: its rows are grouped, the child's counted.
     on = f"T2.{q(fk.column)} = T1.{q(fk.ref_column)}"
-    groups = _parent_groups(ctx, rng, (), parent)
+    groups = _parent_groups(ctx, parent)
     if groups is None:
         return None
     lab, by_key, by_name = groups
@@ -306,16 +307,26 @@ def _join_group(ctx: Context, rng, top: bool) -> Candidate | None:
     nouns_c, nouns_p = ctx.nouns(child), ctx.nouns(parent)
     if top:
         k = int(rng.integers(1, 6))
-        head = f"SELECT {_col('T1', lab)}, COUNT(*) {body} {by_key}"
-        cand = _ordered(head, "COUNT(*)", "DESC", _col("T1", lab), k, 1)
+        numbers = ctx.numbers(child)
+        metric, what = "COUNT(*)", f"the number of {nouns_c}"
+        if numbers and rng.random() < 0.5:
+            column = pick(rng, numbers)
+            metric = f"SUM({_col('T2', column)})"
+            if kind(column) == "REAL":
+                metric = f"ROUND(CAST({metric} AS NUMERIC), 2)"
+            what = f"the total {bare(describe(column))} of their {nouns_c}"
+        head = f"SELECT {_col('T1', lab)}, {metric} {body} {by_key}"
+        cand = _ordered(head, metric, "DESC", _col("T1", lab), k, 1)
         cand.same_as.append(cand.sql.replace(by_key, by_name))
-        cand.text = pick(
-            rng,
-            [
-                "Which {k} {p} have the most {c}? Give {lab} and the number of {c}, most first.",
-                "List the top {k} {p} by number of {c} (most first), with {lab} and the count.",
-            ],
-        ).format(k=k, p=nouns_p, c=nouns_c, lab=describe(lab))
+        words = [
+            "Which {k} {p} have the highest {w}? Give {lab} and {w}, highest first.",
+            "List the top {k} {p} by {w} (highest first), with {lab} and that number.",
+        ]
+        if k == 1:
+            words = ["Which {pn} has the highest {w}? Give {lab} and {w}."]
+        cand.text = pick(rng, words).format(
+            k=k, p=nouns_p, pn=ctx.noun(parent), w=what, lab=describe(lab)
+        )
         return cand
     counts = sorted(row[-1] for row in ctx.run(f"SELECT COUNT(*) {body} {by_key}"))
     n = int(counts[int(rng.integers(len(counts) // 2, len(counts)))]) - 1
