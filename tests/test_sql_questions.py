@@ -78,19 +78,34 @@ def test_every_shape_is_drawn_and_only_at_its_difficulty(questions):
 
 def test_questions_are_answerable_and_unambiguous(db, questions):
     for _, question in questions:
-        rows = run(db, question.gold_sql)
-        assert 1 <= len(rows) <= MAX_ROWS, question
-        assert any(v is not None for row in rows for v in row), question
-        # No two answer rows alike: DISTINCT, or grouping by name, changes nothing.
-        assert len(set(rows)) == len(rows), question
-        limit = re.search(r" LIMIT (\d+)$", question.gold_sql)
-        assert question.ordered == bool(limit) == (" ORDER BY " in question.gold_sql)
-        if limit:
-            k = int(limit.group(1))
-            unlimited = run(db, question.gold_sql[: limit.start()])
-            keys = [row[-1] for row in unlimited[: k + 1]]
-            assert len(set(keys)) == len(keys), f"a tie in the top {k} or after it: {question}"
-            assert rows == unlimited[:k]
+        check_unambiguous(db, question)
+
+
+def test_namesakes_do_not_make_ambiguous_answers():
+    """Past 380 patients, names repeat: an answer listing names is kept only when
+    no two of its rows share one (grouping or DISTINCT by name changes nothing)."""
+    big = clinic_database(1, scale=4)
+    assert len(run(big, "SELECT name FROM patients GROUP BY name HAVING COUNT(*) > 1")) > 100
+    for difficulty in SHAPES:
+        for seed in range(40):
+            check_unambiguous(big, generate_question(big, np.random.default_rng(seed), difficulty))
+
+
+def check_unambiguous(db, question):
+    """What any kept question must be: answerable, small, no repeated row, no tie in a top-k."""
+    rows = run(db, question.gold_sql)
+    assert 1 <= len(rows) <= MAX_ROWS, question
+    assert any(v is not None for row in rows for v in row), question
+    # No two answer rows alike: DISTINCT, or grouping by name, changes nothing.
+    assert len(set(rows)) == len(rows), question
+    limit = re.search(r" LIMIT (\d+)$", question.gold_sql)
+    assert question.ordered == bool(limit) == (" ORDER BY " in question.gold_sql)
+    if limit:
+        k = int(limit.group(1))
+        unlimited = run(db, question.gold_sql[: limit.start()])
+        keys = [row[-1] for row in unlimited[: k + 1]]
+        assert len(set(keys)) == len(keys), f"a tie in the top {k} or after it: {question}"
+        assert rows == unlimited[:k]
 
 
 def test_floating_aggregates_are_rounded(questions):
@@ -210,6 +225,47 @@ def test_a_dump_of_every_table_matches_no_answer(db, questions):
     dumps = [Counter(run(db, f'SELECT * FROM "{t.name}"')) for t in SCHEMA.tables]
     for _, question in questions[::7]:
         assert Counter(run(db, question.gold_sql)) not in dumps
+
+
+def test_loaded_column_types_are_understood():
+    """A loaded database declares types as Spider does (``number``, ``text``,
+    ``time``): the grammar still compares numbers as numbers and dates as dates."""
+    schema = Schema(
+        "loaded",
+        (
+            Table(
+                "race",
+                (
+                    Column("race_id", "number", primary_key=True),
+                    Column("name", "text"),
+                    Column("laps", "number"),
+                    Column("held", "time"),
+                ),
+                noun="a race",
+            ),
+        ),
+    )
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(schema.ddl())
+    rng = np.random.default_rng(0)
+    conn.executemany(
+        "INSERT INTO race VALUES (?, ?, ?, ?)",
+        [
+            (i, f"Grand Prix {i}", float(rng.integers(40, 80)), f"{2000 + i % 20}-0{1 + i % 9}-15")
+            for i in range(60)
+        ],
+    )
+    conn.commit()
+    database = Database("loaded-0", schema, conn.serialize())
+    golds = []
+    for seed in range(40):
+        question = generate_question(database, np.random.default_rng(seed), "easy")
+        check_unambiguous(database, question)
+        golds.append(question.gold_sql)
+        run(database, random_query(database, np.random.default_rng(seed)))
+    # A "number" may hold reals: never compared for equality; "time" is a date.
+    assert not any(re.search(r'"laps" (=|IN) ', gold) for gold in golds), golds
+    assert any(re.search(r'"held" (<|>|BETWEEN|>=)', gold) for gold in golds), golds
 
 
 def test_bad_input_gets_a_clear_error(db):

@@ -4,11 +4,11 @@ operations, and grouping over a two-join path (`questions.py` checks them)."""
 from __future__ import annotations
 
 from envgym.envs.sql.grammar import Candidate, Context, bare, describe, kind, pick, q
-from envgym.envs.sql.shapes import _child_parent, _col, _from, _join_filter, _link_phrase
+from envgym.envs.sql.shapes import child_parent_, col_, from_, join_filter_, link_phrase_
 
 
 def join3_filter(ctx: Context, rng) -> Candidate | None:
-    return _join_filter(ctx, rng, joins=(3,))
+    return join_filter_(ctx, rng, joins=(3,))
 
 
 def join3_count(ctx: Context, rng) -> Candidate | None:
@@ -19,19 +19,19 @@ def join3_count(ctx: Context, rng) -> Candidate | None:
     cond = ctx.cond(rng, links[-1].table, links[-1].alias)
     if cond is None:
         return None
-    sql = f"SELECT COUNT(DISTINCT {_col('T1', pk)}) {_from(table, links)} WHERE {cond.sql}"
+    sql = f"SELECT COUNT(DISTINCT {col_('T1', pk)}) {from_(table, links)} WHERE {cond.sql}"
     text = pick(
         rng,
         [
             "How many different {nouns} are linked to {other} {cond}?",
             "Count the distinct {nouns} connected to {other} {cond}.",
         ],
-    ).format(nouns=ctx.nouns(table), other=_link_phrase(ctx, links), cond=cond.text)
+    ).format(nouns=ctx.nouns(table), other=link_phrase_(ctx, links), cond=cond.text)
     return Candidate(sql, text)
 
 
 def subquery_in(ctx: Context, rng) -> Candidate | None:
-    found = _child_parent(ctx, rng)
+    found = child_parent_(ctx, rng)
     if found is None:
         return None
     fk, _ = found
@@ -39,7 +39,7 @@ def subquery_in(ctx: Context, rng) -> Candidate | None:
     cond = ctx.cond(rng, child, "T2")
     if cond is None:
         return None
-    lab, ref, fkcol = ctx.label(parent), _col("T1", ctx.table(parent).column(fk.ref_column)), None
+    lab, ref, fkcol = ctx.label(parent), col_("T1", ctx.table(parent).column(fk.ref_column)), None
     fkcol = f"T2.{q(fk.column)}"
     negate = rng.random() < 0.35
     inner = f"SELECT {fkcol} FROM {q(child)} AS T2 WHERE {cond.sql}"
@@ -47,7 +47,7 @@ def subquery_in(ctx: Context, rng) -> Candidate | None:
         # NOT IN over a NULL is never true: the subquery leaves NULL keys out.
         inner += f" AND {fkcol} IS NOT NULL"
     op = "NOT IN" if negate else "IN"
-    sql = f"SELECT {_col('T1', lab)} FROM {q(parent)} AS T1 WHERE {ref} {op} ({inner})"
+    sql = f"SELECT {col_('T1', lab)} FROM {q(parent)} AS T1 WHERE {ref} {op} ({inner})"
     words = (
         [
             "Which {p} have no {c} {cond}? Give {lab}.",
@@ -74,9 +74,9 @@ def subquery_scalar(ctx: Context, rng) -> Candidate | None:
     column, lab = pick(rng, numbers), ctx.label(table)
     above = rng.random() < 0.6
     average = f"(SELECT AVG(T2.{q(column.name)}) FROM {q(table)} AS T2)"
-    key = _col("T1", column)
-    body = f"{_from(table)} WHERE {key} {'>' if above else '<'} {average} AND {cond.sql}"
-    sql = f"SELECT {_col('T1', lab)}, {key} {body}"
+    key = col_("T1", column)
+    body = f"{from_(table)} WHERE {key} {'>' if above else '<'} {average} AND {cond.sql}"
+    sql = f"SELECT {col_('T1', lab)}, {key} {body}"
     what, nouns = describe(column), ctx.nouns(table)
     text = pick(
         rng,
@@ -95,12 +95,12 @@ def subquery_scalar(ctx: Context, rng) -> Candidate | None:
         lab=describe(lab),
     )
     # A value within float noise of the average could fall either side on another engine.
-    near = f"SELECT COUNT(*) {_from(table)} WHERE ABS({key} - {average}) < 1e-6"
-    return Candidate(sql, text, count_as=f"SELECT DISTINCT {_col('T1', lab)} {body}", zero=[near])
+    near = f"SELECT COUNT(*) {from_(table)} WHERE ABS({key} - {average}) < 1e-6"
+    return Candidate(sql, text, count_as=f"SELECT DISTINCT {col_('T1', lab)} {body}", zero=[near])
 
 
 def subquery_extreme(ctx: Context, rng) -> Candidate | None:
-    found = _child_parent(ctx, rng)
+    found = child_parent_(ctx, rng)
     if found is None:
         return None
     fk, on = found
@@ -115,10 +115,10 @@ def subquery_extreme(ctx: Context, rng) -> Candidate | None:
         word = "latest" if high else "earliest"
     else:
         word = "highest" if high else "lowest"
-    key = _col("T1", column)
+    key = col_("T1", column)
     extreme = f"(SELECT {func}(T3.{q(column.name)}) FROM {q(child)} AS T3)"
     sql = (
-        f"SELECT {_col('T2', lab)}, {key} FROM {q(child)} AS T1 JOIN {q(parent)} AS T2 "
+        f"SELECT {col_('T2', lab)}, {key} FROM {q(child)} AS T1 JOIN {q(parent)} AS T2 "
         f"ON {on} WHERE {key} = {extreme}"
     )
     text = pick(
@@ -154,15 +154,15 @@ def set_op(ctx: Context, rng) -> Candidate | None:
     if pk is None or first is None or second is None or first.sql == second.sql:
         return None
     op = pick(rng, list(SET_WORDS))
-    lab = _col("T1", ctx.label(table))
-    sides = [f"SELECT {lab} {_from(table)} WHERE {c.sql}" for c in (first, second)]
+    lab = col_("T1", ctx.label(table))
+    sides = [f"SELECT {lab} {from_(table)} WHERE {c.sql}" for c in (first, second)]
     sql = f" {op} ".join(sides)
     scope = SET_WORDS[op].format(a=first.text, b=second.text)
     text = pick(
         rng,
         ["List {lab} of the {nouns} {s} (each once).", "Which {nouns} {s}? Give {lab}, each once."],
     ).format(lab=describe(ctx.label(table)), nouns=ctx.nouns(table), s=scope)
-    keyed = f" {op} ".join(s.replace("SELECT ", f"SELECT {_col('T1', pk)}, ", 1) for s in sides)
+    keyed = f" {op} ".join(s.replace("SELECT ", f"SELECT {col_('T1', pk)}, ", 1) for s in sides)
     return Candidate(sql, text, count_as=keyed)
 
 
@@ -176,15 +176,15 @@ def join2_group_having(ctx: Context, rng) -> Candidate | None:
         return None
     lab = ctx.label(table)
     counted = f"COUNT(DISTINCT {links[-1].alias}.{q(far.name)})"
-    by_key = f"GROUP BY {_col('T1', pk)}, {_col('T1', lab)}"
-    body = f"{_from(table, links)} {by_key}"
+    by_key = f"GROUP BY {col_('T1', pk)}, {col_('T1', lab)}"
+    body = f"{from_(table, links)} {by_key}"
     counts = sorted(row[0] for row in ctx.run(f"SELECT {counted} {body}"))
     if not counts:
         return None
     n = int(counts[int(rng.integers(len(counts) // 2, len(counts)))]) - 1
     if n < 1:
         return None
-    sql = f"SELECT {_col('T1', lab)}, {counted} {body} HAVING {counted} > {n}"
+    sql = f"SELECT {col_('T1', lab)}, {counted} {body} HAVING {counted} > {n}"
     far_nouns = ctx.nouns(links[-1].table)
     through = ctx.nouns(links[0].table)
     text = pick(
@@ -203,4 +203,4 @@ def join2_group_having(ctx: Context, rng) -> Candidate | None:
         f=far_nouns,
         lab=describe(lab),
     )
-    return Candidate(sql, text, same_as=[sql.replace(by_key, f"GROUP BY {_col('T1', lab)}")])
+    return Candidate(sql, text, same_as=[sql.replace(by_key, f"GROUP BY {col_('T1', lab)}")])

@@ -39,13 +39,13 @@ AGG_WORDS = {
 ROUNDED = " (rounded to 2 decimal places)"
 
 
-def _from(table: str, links=()) -> str:
+def from_(table: str, links=()) -> str:
     return f"FROM {q(table)} AS T1" + "".join(
         f" JOIN {q(link.table)} AS {link.alias} ON {link.on}" for link in links
     )
 
 
-def _col(alias: str, column) -> str:
+def col_(alias: str, column) -> str:
     return f"{alias}.{q(column.name)}"
 
 
@@ -63,7 +63,7 @@ def _agg(ctx: Context, rng, table: str, alias: str, dates: bool = True):
     column = pick(rng, columns)
     funcs = ["MIN", "MAX"] + (["AVG", "SUM"] if kind(column) != "DATE" else [])
     func = pick(rng, funcs)
-    raw = f"{func}({_col(alias, column)})"
+    raw = f"{func}({col_(alias, column)})"
     words = pick(rng, AGG_WORDS[func]).format(w=bare(describe(column)))
     if kind(column) == "DATE":
         words = f"the {'earliest' if func == 'MIN' else 'latest'} {bare(describe(column))}"
@@ -75,29 +75,29 @@ def _agg(ctx: Context, rng, table: str, alias: str, dates: bool = True):
     return raw, "", words
 
 
-def _filter(ctx: Context, rng) -> Candidate | None:
+def filter_(ctx: Context, rng) -> Candidate | None:
     table = pick(rng, ctx.tables).name
     cond = ctx.cond(rng, table, "T1")
     if cond is None:
         return None
     lab = ctx.label(table)
-    sql = f"SELECT {_col('T1', lab)} {_from(table)} WHERE {cond.sql}"
+    sql = f"SELECT {col_('T1', lab)} {from_(table)} WHERE {cond.sql}"
     text = pick(rng, LIST).format(
         lab=describe(lab), noun=ctx.noun(table), nouns=ctx.nouns(table), cond=cond.text
     )
     return Candidate(sql, text, count_as=_distinct_names(sql))
 
 
-def _count(ctx: Context, rng) -> Candidate | None:
+def count_(ctx: Context, rng) -> Candidate | None:
     table = pick(rng, ctx.tables).name
     cond = ctx.cond(rng, table, "T1")
     if cond is None:
         return None
-    sql = f"SELECT COUNT(*) {_from(table)} WHERE {cond.sql}"
+    sql = f"SELECT COUNT(*) {from_(table)} WHERE {cond.sql}"
     return Candidate(sql, pick(rng, COUNT).format(nouns=ctx.nouns(table), cond=cond.text))
 
 
-def _aggregate(ctx: Context, rng) -> Candidate | None:
+def aggregate_(ctx: Context, rng) -> Candidate | None:
     table = pick(rng, ctx.tables).name
     agg = _agg(ctx, rng, table, "T1")
     if agg is None:
@@ -108,20 +108,20 @@ def _aggregate(ctx: Context, rng) -> Candidate | None:
     scope = ctx.nouns(table) + (f" {cond.text}" if cond else "")
     text = pick(rng, ["What is {w} of {s}?", "Over all {s}, what is {w}?"])
     return Candidate(
-        f"SELECT {gold} {_from(table)}{where}",
+        f"SELECT {gold} {from_(table)}{where}",
         text.format(w=words, s=scope),
-        unrounded=f"SELECT {raw} {_from(table)}{where}" if raw else "",
+        unrounded=f"SELECT {raw} {from_(table)}{where}" if raw else "",
     )
 
 
-def _count_distinct(ctx: Context, rng) -> Candidate | None:
+def count_distinct_(ctx: Context, rng) -> Candidate | None:
     table = pick(rng, ctx.tables).name
     columns = [c for c in ctx.attrs[table] if len(ctx.values(table, c.name)) >= 2]
     cond = ctx.cond(rng, table, "T1")
     if not columns or cond is None:
         return None
     column = pick(rng, columns)
-    sql = f"SELECT COUNT(DISTINCT {_col('T1', column)}) {_from(table)} WHERE {cond.sql}"
+    sql = f"SELECT COUNT(DISTINCT {col_('T1', column)}) {from_(table)} WHERE {cond.sql}"
     text = pick(
         rng,
         [
@@ -152,19 +152,19 @@ def _ordered(sql_head: str, key: str, direction: str, tiebreak: str, k: int, key
     return Candidate(gold, "", ordered=True, probe=probe, key=key_index, limit=k, same_as=same)
 
 
-def _top_k(ctx: Context, rng) -> Candidate | None:
+def top_k_(ctx: Context, rng) -> Candidate | None:
     table = pick(rng, ctx.tables).name
     columns = ctx.numbers(table) + ctx.dates(table)
     if not columns:
         return None
     column, lab = pick(rng, columns), ctx.label(table)
-    key = _col("T1", column)
+    key = col_("T1", column)
     direction, word, _ = _top(rng, key, column)
     k = int(rng.integers(1, 6))
     cond = ctx.cond(rng, table, "T1") if rng.random() < 0.4 else None
     where = f"{key} IS NOT NULL" + (f" AND {cond.sql}" if cond else "")
-    head = f"SELECT {_col('T1', lab)}, {key} {_from(table)} WHERE {where}"
-    cand = _ordered(head, key, direction, _col("T1", lab), k, 1)
+    head = f"SELECT {col_('T1', lab)}, {key} {from_(table)} WHERE {where}"
+    cand = _ordered(head, key, direction, col_("T1", lab), k, 1)
     what, scope = describe(column), ctx.nouns(table) + (f" {cond.text}" if cond else "")
     if k == 1:
         cand.text = f"Among {scope}, which {ctx.noun(table)} has the {word} {bare(what)}? "
@@ -180,14 +180,14 @@ def _top_k(ctx: Context, rng) -> Candidate | None:
     return cand
 
 
-def _link_phrase(ctx: Context, links) -> str:
+def link_phrase_(ctx: Context, links) -> str:
     if len(links) == 1:
         return f"a {ctx.noun(links[-1].table)}"
     through = " and ".join(ctx.nouns(link.table) for link in links[:-1])
     return f"(through their {through}) a {ctx.noun(links[-1].table)}"
 
 
-def _join_filter(ctx: Context, rng, joins: tuple[int, ...] = (1, 2)) -> Candidate | None:
+def join_filter_(ctx: Context, rng, joins: tuple[int, ...] = (1, 2)) -> Candidate | None:
     table = pick(rng, ctx.tables).name
     links = ctx.path(rng, table, int(pick(rng, joins)))
     pk = ctx.pk(table)
@@ -197,8 +197,8 @@ def _join_filter(ctx: Context, rng, joins: tuple[int, ...] = (1, 2)) -> Candidat
     if cond is None:
         return None
     lab = ctx.label(table)
-    body = f"{_from(table, links)} WHERE {cond.sql}"
-    sql = f"SELECT DISTINCT {_col('T1', lab)} {body}"
+    body = f"{from_(table, links)} WHERE {cond.sql}"
+    sql = f"SELECT DISTINCT {col_('T1', lab)} {body}"
     text = pick(
         rng,
         [
@@ -208,15 +208,15 @@ def _join_filter(ctx: Context, rng, joins: tuple[int, ...] = (1, 2)) -> Candidat
     ).format(
         nouns=ctx.nouns(table),
         noun=ctx.noun(table),
-        other=_link_phrase(ctx, links),
+        other=link_phrase_(ctx, links),
         cond=cond.text,
         lab=describe(lab),
     )
-    count_as = f"SELECT DISTINCT {_col('T1', pk)}, {_col('T1', lab)} {body}"
+    count_as = f"SELECT DISTINCT {col_('T1', pk)}, {col_('T1', lab)} {body}"
     return Candidate(sql, text, count_as=count_as)
 
 
-def _child_parent(ctx: Context, rng):
+def child_parent_(ctx: Context, rng):
     """A foreign key between two non-empty tables: (child, parent, ON clause)."""
     names = {t.name for t in ctx.tables}
     fks = [
@@ -230,8 +230,8 @@ def _child_parent(ctx: Context, rng):
     return fk, f"T1.{q(fk.column)} = T2.{q(fk.ref_column)}"
 
 
-def _join_aggregate(ctx: Context, rng) -> Candidate | None:
-    found = _child_parent(ctx, rng)
+def join_aggregate_(ctx: Context, rng) -> Candidate | None:
+    found = child_parent_(ctx, rng)
     if found is None:
         return None
     fk, on = found
@@ -249,14 +249,14 @@ def _join_aggregate(ctx: Context, rng) -> Candidate | None:
     return Candidate(f"SELECT {gold} {body}", text, unrounded=f"SELECT {raw} {body}" if raw else "")
 
 
-def _group(ctx: Context, rng, having: bool) -> Candidate | None:
+def group_(ctx: Context, rng, having: bool) -> Candidate | None:
     table = pick(rng, ctx.tables).name
     categories = ctx.categories(table)
     if not categories:
         return None
     cat = pick(rng, categories)
-    key, what, nouns = _col("T1", cat), describe(cat), ctx.nouns(table)
-    body = f"{_from(table)} WHERE {key} IS NOT NULL GROUP BY {key}"
+    key, what, nouns = col_("T1", cat), describe(cat), ctx.nouns(table)
+    body = f"{from_(table)} WHERE {key} IS NOT NULL GROUP BY {key}"
     if not having:
         text = pick(
             rng,
@@ -288,11 +288,11 @@ def _parent_groups(ctx: Context, table: str):
     pk, lab = ctx.pk(table), ctx.label(table)
     if pk is None:
         return None
-    return lab, f"GROUP BY {_col('T1', pk)}, {_col('T1', lab)}", f"GROUP BY {_col('T1', lab)}"
+    return lab, f"GROUP BY {col_('T1', pk)}, {col_('T1', lab)}", f"GROUP BY {col_('T1', lab)}"
 
 
-def _join_group(ctx: Context, rng, top: bool) -> Candidate | None:
-    found = _child_parent(ctx, rng)
+def join_group_(ctx: Context, rng, top: bool) -> Candidate | None:
+    found = child_parent_(ctx, rng)
     if found is None:
         return None
     fk, _ = found
@@ -311,12 +311,12 @@ def _join_group(ctx: Context, rng, top: bool) -> Candidate | None:
         metric, what = "COUNT(*)", f"the number of {nouns_c}"
         if numbers and rng.random() < 0.5:
             column = pick(rng, numbers)
-            metric = f"SUM({_col('T2', column)})"
+            metric = f"SUM({col_('T2', column)})"
             if kind(column) == "REAL":
                 metric = f"ROUND(CAST({metric} AS NUMERIC), 2)"
             what = f"the total {bare(describe(column))} of their {nouns_c}"
-        head = f"SELECT {_col('T1', lab)}, {metric} {body} {by_key}"
-        cand = _ordered(head, metric, "DESC", _col("T1", lab), k, 1)
+        head = f"SELECT {col_('T1', lab)}, {metric} {body} {by_key}"
+        cand = _ordered(head, metric, "DESC", col_("T1", lab), k, 1)
         cand.same_as.append(cand.sql.replace(by_key, by_name))
         words = [
             "Which {k} {p} have the highest {w}? Give {lab} and {w}, highest first.",
@@ -332,7 +332,7 @@ def _join_group(ctx: Context, rng, top: bool) -> Candidate | None:
     n = int(counts[int(rng.integers(len(counts) // 2, len(counts)))]) - 1
     if n < 1:
         return None
-    sql = f"SELECT {_col('T1', lab)}, COUNT(*) {body} {by_key} HAVING COUNT(*) > {n}"
+    sql = f"SELECT {col_('T1', lab)}, COUNT(*) {body} {by_key} HAVING COUNT(*) > {n}"
     text = pick(
         rng,
         [
@@ -351,14 +351,14 @@ def _date_table(ctx: Context, rng):
     return table, pick(rng, ctx.dates(table))
 
 
-def _date_year(ctx: Context, rng) -> Candidate | None:
+def date_year_(ctx: Context, rng) -> Candidate | None:
     found = _date_table(ctx, rng)
     if found is None:
         return None
     table, column = found
-    year, what, nouns = year_sql(_col("T1", column)), describe(column), ctx.nouns(table)
+    year, what, nouns = year_sql(col_("T1", column)), describe(column), ctx.nouns(table)
     if rng.random() < 0.5:
-        body = f"{_from(table)} WHERE {_col('T1', column)} IS NOT NULL GROUP BY {year}"
+        body = f"{from_(table)} WHERE {col_('T1', column)} IS NOT NULL GROUP BY {year}"
         text = pick(
             rng,
             [
@@ -368,7 +368,7 @@ def _date_year(ctx: Context, rng) -> Candidate | None:
         )
         return Candidate(f"SELECT {year}, COUNT(*) {body}", text.format(w=what, nouns=nouns))
     value = int(str(pick(rng, ctx.values(table, column.name)))[:4])
-    sql = f"SELECT COUNT(*) {_from(table)} WHERE {year} = {value}"
+    sql = f"SELECT COUNT(*) {from_(table)} WHERE {year} = {value}"
     text = pick(
         rng,
         ["How many {nouns} have {w} in the year {y}?", "Count the {nouns} whose {b} falls in {y}."],
@@ -376,20 +376,20 @@ def _date_year(ctx: Context, rng) -> Candidate | None:
     return Candidate(sql, text.format(nouns=nouns, w=what, b=bare(what), y=value))
 
 
-def _date_window(ctx: Context, rng) -> Candidate | None:
+def date_window_(ctx: Context, rng) -> Candidate | None:
     found = _date_table(ctx, rng)
     if found is None:
         return None
     table, column = found
     values = ctx.values(table, column.name)
-    cond = window_cond(rng, _col("T1", column), describe(column), values)
+    cond = window_cond(rng, col_("T1", column), describe(column), values)
     if cond is None:
         return None
     if rng.random() < 0.5:
         text = pick(rng, COUNT).format(nouns=ctx.nouns(table), cond=cond.text)
-        return Candidate(f"SELECT COUNT(*) {_from(table)} WHERE {cond.sql}", text)
+        return Candidate(f"SELECT COUNT(*) {from_(table)} WHERE {cond.sql}", text)
     lab = ctx.label(table)
-    sql = f"SELECT {_col('T1', lab)} {_from(table)} WHERE {cond.sql}"
+    sql = f"SELECT {col_('T1', lab)} {from_(table)} WHERE {cond.sql}"
     text = pick(rng, LIST).format(
         lab=describe(lab), noun=ctx.noun(table), nouns=ctx.nouns(table), cond=cond.text
     )
