@@ -49,7 +49,7 @@ LAST = [
     "Novak",
     "Olsen",
     "Park",
-    "Quist",
+    "O'Neil",
     "Rossi",
     "Silva",
     "Tanaka",

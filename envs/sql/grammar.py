@@ -60,6 +60,11 @@ def sql_literal(value: object) -> str:
     return str(value)
 
 
+def shown(value: object) -> str:
+    """A value as a question shows it: text in plain quotes (``'O'Brien'``)."""
+    return f"'{value}'" if isinstance(value, str) else sql_literal(value)
+
+
 def pick(rng: np.random.Generator, options):
     """One of ``options`` (a sequence), drawn by ``rng``."""
     return options[int(rng.integers(len(options)))]
@@ -275,29 +280,29 @@ class Context:
         return self._text_cond(rng, table, column, ref, what, values)
 
     def _text_cond(self, rng, table, column, ref, what, values) -> Cond | None:
-        kind = int(rng.integers(3))
-        if kind == 1 and len(values) >= 3:
-            chosen = sorted(rng.choice(len(values), size=3, replace=False).tolist())
-            items = [sql_literal(values[i]) for i in chosen]
+        form = int(rng.integers(3))
+        if form == 1 and len(values) >= 3:
+            chosen = [values[i] for i in sorted(rng.choice(len(values), 3, replace=False))]
+            items = ", ".join(sql_literal(v) for v in chosen)
             text = pick(rng, ["is one of {0}, {1} or {2}", "is {0}, {1} or {2}"])
-            return Cond(f"{ref} IN ({', '.join(items)})", where(what, text.format(*items), rng))
-        if kind == 2:
+            text = text.format(*(shown(v) for v in chosen))
+            return Cond(f"{ref} IN ({items})", where(what, text, rng))
+        if form == 2:
             value = str(pick(rng, values))
             prefix = value[: int(rng.integers(1, 4))]
             if len(value) > len(prefix) and prefix.replace(" ", "").isalnum():
                 col, tbl = q(column.name), q(table)
                 # SQLite's LIKE ignores ASCII case, PostgreSQL's does not: keep a
                 # prefix only where both select the same rows.
-                sql = f"SELECT COUNT(*) FROM {tbl} WHERE {col} LIKE {sql_literal(prefix + '%')}"
+                lit = sql_literal(prefix + "%")
+                sql = f"SELECT COUNT(*) FROM {tbl} WHERE {col} LIKE {lit}"
                 exact = f"SELECT COUNT(*) FROM {tbl} WHERE substr({col}, 1, {len(prefix)}) = ?"
                 if self.run(sql)[0][0] == self.conn.execute(exact, (prefix,)).fetchone()[0]:
-                    lit = sql_literal(prefix + "%")
-                    text = pick(rng, ["starts with {0}", "begins with {0}"])
-                    text = where(what, text.format(sql_literal(prefix)), rng)
-                    return Cond(f"{ref} LIKE {lit}", text)
-        value = sql_literal(pick(rng, values))
-        text = pick(rng, ["is {0}", "equals {0}"]).format(value)
-        return Cond(f"{ref} = {value}", where(what, text, rng))
+                    text = pick(rng, ["starts with {0}", "begins with {0}"]).format(shown(prefix))
+                    return Cond(f"{ref} LIKE {lit}", where(what, text, rng))
+        value = pick(rng, values)
+        text = pick(rng, ["is {0}", "equals {0}"]).format(shown(value))
+        return Cond(f"{ref} = {sql_literal(value)}", where(what, text, rng))
 
 
 def where(what: str, phrase: str, rng: np.random.Generator) -> str:
