@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from envgym.envs.sql.grammar import day_number_sql
 from envgym.envs.sql.questions import MAX_ROWS, SHAPES, generate_question, random_query
 from envgym.envs.sql.schema import Column, Database, Schema, Table
 
@@ -123,7 +124,9 @@ def test_floating_aggregates_are_rounded(questions):
 def _literal_checked(literal) -> bool:
     if literal.find_ancestor(exp.Limit, exp.Round) is not None:
         return False
-    return literal.this not in ("%Y",)
+    if isinstance(literal.parent, (exp.Add, exp.Sub, exp.Mul, exp.Div)):
+        return False  # a constant of the day-number arithmetic
+    return literal.this not in ("%Y", "%j")
 
 
 def test_question_text_names_what_the_query_filters_on(questions):
@@ -191,6 +194,31 @@ def test_generation_leaves_the_database_alone(db):
     # Neither the gold query nor its answer is stored in the database.
     tables = {row[0] for row in run(db, "SELECT name FROM sqlite_master")}
     assert tables == {t.name for t in SCHEMA.tables}
+
+
+def test_days_between_two_dates_agree_with_julianday():
+    """The days-between shape's integer day numbers (portable to PostgreSQL) give
+    what SQLite's JULIANDAY gives, leap years and centuries included."""
+    rng = np.random.default_rng(0)
+    start = datetime.date(1899, 1, 1)
+    pairs = [
+        tuple(
+            (start + datetime.timedelta(days=int(d))).isoformat() for d in rng.integers(0, 75000, 2)
+        )
+        for _ in range(5000)
+    ]
+    pairs += [
+        ("2000-02-28", "2000-03-01"),
+        ("1900-02-28", "1900-03-01"),
+        ("2023-12-31", "2024-01-01"),
+    ]
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (a DATE, b DATE)")
+    conn.executemany("INSERT INTO t VALUES (?, ?)", pairs)
+    diff = f"{day_number_sql('b')} - {day_number_sql('a')}"
+    rows = conn.execute(f"SELECT {diff}, JULIANDAY(b) - JULIANDAY(a) FROM t").fetchall()
+    assert all(ours == theirs for ours, theirs in rows)
+    assert rows[-3:] == [(2, 2.0), (1, 1.0), (1, 1.0)]
 
 
 def test_gold_queries_translate_to_postgres(questions):

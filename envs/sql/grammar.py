@@ -18,6 +18,7 @@ import numpy as np
 from envgym.envs.sql.schema import Column, Database, ForeignKey, Table
 
 __all__ = [
+    "day_number_sql",
     "kind",
     "Candidate",
     "Cond",
@@ -370,6 +371,20 @@ def _number_cond(rng, ref, what, values, real) -> Cond | None:
 def year_sql(ref: str) -> str:
     """The year of a date, as SQLite writes it and sqlglot translates it."""
     return f"CAST(STRFTIME('%Y', {ref}) AS INTEGER)"
+
+
+def day_number_sql(ref: str) -> str:
+    """A date's day number (days since a fixed origin) in integer arithmetic on its
+    year and day of the year: the days of the years before it, leap days included,
+    plus its day of the year.
+
+    sqlglot leaves SQLite's ``JULIANDAY`` untranslated but translates
+    ``STRFTIME('%Y'|'%j', ...)``, and integer division of non-negative numbers means
+    the same on both engines, so the difference of two of these is the days between
+    two dates (``JULIANDAY(b) - JULIANDAY(a)`` for dates without a time)."""
+    before = f"(CAST(STRFTIME('%Y', {ref}) AS INTEGER) - 1)"
+    day = f"CAST(STRFTIME('%j', {ref}) AS INTEGER)"
+    return f"(365 * {before} + {before} / 4 - {before} / 100 + {before} / 400 + {day})"
 
 
 def _date_cond(rng, ref, what, values) -> Cond | None:

@@ -1,9 +1,19 @@
-"""The hard shapes of the question grammar: three joins, nested subqueries, set
-operations, and grouping over a two-join path (`questions.py` checks them)."""
+"""The hard shapes of the question grammar (three joins, nested subqueries, set
+operations, grouping over a two-join path) and the medium days-between shape
+(`questions.py` checks them)."""
 
 from __future__ import annotations
 
-from envgym.envs.sql.grammar import Candidate, Context, bare, describe, kind, pick, q
+from envgym.envs.sql.grammar import (
+    Candidate,
+    Context,
+    bare,
+    day_number_sql,
+    describe,
+    kind,
+    pick,
+    q,
+)
 from envgym.envs.sql.shapes import child_parent_, col_, from_, join_filter_, link_phrase_
 
 
@@ -204,3 +214,51 @@ def join2_group_having(ctx: Context, rng) -> Candidate | None:
         lab=describe(lab),
     )
     return Candidate(sql, text, same_as=[sql.replace(by_key, f"GROUP BY {col_('T1', lab)}")])
+
+
+def date_diff(ctx: Context, rng) -> Candidate | None:
+    """Days between two dates of a row, or of a row and the row it references."""
+    names = {t.name for t in ctx.tables}
+    pairs = [
+        (t.name, "", a, b)
+        for t in ctx.tables
+        for a in ctx.dates(t.name)
+        for b in ctx.dates(t.name)
+        if a.name != b.name
+    ]
+    for fk in ctx.schema.foreign_keys:
+        if fk.table in names and fk.ref_table in names and fk.table != fk.ref_table:
+            join = f" JOIN {q(fk.ref_table)} AS T2 ON T1.{q(fk.column)} = T2.{q(fk.ref_column)}"
+            pairs += [
+                (fk.table, join, a, b) for a in ctx.dates(fk.table) for b in ctx.dates(fk.ref_table)
+            ]
+    if not pairs:
+        return None
+    table, join, a, b = pick(rng, pairs)
+    body = from_(table) + join
+    later = day_number_sql(col_("T1", a))
+    earlier = day_number_sql(col_("T2" if join else "T1", b))
+    diff = f"{later} - {earlier}"
+    # Thresholds from the first 500 rows' gaps: enough for quantiles, cheap on big tables.
+    rows = ctx.run(f"SELECT {diff} {body}", limit=500)
+    days = sorted(r[0] for r in rows if r[0] is not None)
+    days = [d for d in days if d > 0]
+    if len(days) < 4:
+        return None
+    low = int(days[int(rng.integers(len(days) // 10, len(days) // 2))])
+    high = int(days[int(rng.integers(len(days) // 2, len(days) - len(days) // 10))])
+    if rng.random() < 0.5 or not low < high:
+        cond, gap = f"{diff} > {low}", f"more than {low} days after"
+    else:
+        cond, gap = f"{diff} BETWEEN {low} AND {high}", f"between {low} and {high} days after"
+    what = f"{describe(a)} is {gap} {describe(b)}"
+    nouns = ctx.nouns(table)
+    if rng.random() < 0.5:
+        text = pick(rng, ["How many {n} are there where {w}?", "Count the {n} for which {w}."])
+        return Candidate(f"SELECT COUNT(*) {body} WHERE {cond}", text.format(n=nouns, w=what))
+    lab = ctx.label(table)
+    sql = f"SELECT {col_('T1', lab)} {body} WHERE {cond}"
+    text = pick(
+        rng, ["List {lab} of the {n} where {w}.", "Which {n} have {w}? Give {lab}."]
+    ).format(lab=describe(lab), n=nouns, w=what)
+    return Candidate(sql, text, count_as=sql.replace("SELECT ", "SELECT DISTINCT ", 1))

@@ -14,12 +14,13 @@ and unambiguous:
 
 Difficulty follows the gold query's structure: easy is one table (filters,
 aggregates, top-k); medium is one or two joins, GROUP BY/HAVING, top-k over
-groups, year and date-window arithmetic; hard is three joins, nested subqueries,
-set operations, or grouping over two joins.
+groups, date arithmetic (years, windows, days between two dates); hard is three
+joins, nested subqueries, set operations, or grouping over two joins.
 
 Gold queries run on SQLite and translate to PostgreSQL with
 ``sqlglot.transpile(sql, read="sqlite", write="postgres")``: their only date
-function is ``STRFTIME('%Y', ...)``, and a date window's start is computed here
+function is ``STRFTIME`` of a year, month or day; a date window's start is
+computed here and days between two dates in integer arithmetic on their parts
 (sqlglot leaves ``JULIANDAY`` and ``DATE(d, '+n days')`` untranslated).
 """
 
@@ -56,6 +57,7 @@ BUILDERS = {
     "join-top-k": lambda ctx, rng: shapes.join_group_(ctx, rng, top=True),
     "date-year": shapes.date_year_,
     "date-window": shapes.date_window_,
+    "date-diff": nested.date_diff,
     "join3-filter": nested.join3_filter,
     "join3-count": nested.join3_count,
     "subquery-in": nested.subquery_in,
@@ -75,6 +77,7 @@ SHAPES: dict[str, tuple[str, ...]] = {
         "join-top-k",
         "date-year",
         "date-window",
+        "date-diff",
     ),
     "hard": (
         "join3-filter",
