@@ -109,16 +109,27 @@ def check_unambiguous(db, question):
         assert rows == unlimited[:k]
 
 
-def test_floating_aggregates_are_rounded(questions):
+def test_floating_aggregates_are_rounded(db, questions):
+    having_average = 0
     for _, question in questions:
+        found = re.search(r"HAVING (AVG\(.*?\)) [<>] ([\d.]+)$", question.gold_sql)
+        if found:
+            having_average += 1
+            head = question.gold_sql[: found.start()]
+            head = head.replace(f"ROUND({found.group(1)}, 2)", found.group(1))
+            threshold = float(found.group(2))
+            assert all(abs(row[-1] - threshold) > 0.01 for row in run(db, head)), question
         for func in ("AVG(",):
             for match in re.finditer(re.escape(func), question.gold_sql):
                 before = question.gold_sql[: match.start()]
                 inside_subquery = before.rstrip().endswith("(SELECT")
-                assert before.endswith("ROUND(") or inside_subquery, question.gold_sql
+                # HAVING compares an average with a threshold over 0.01 from any group's.
+                compared = before.endswith("HAVING ")
+                assert before.endswith("ROUND(") or inside_subquery or compared, question.gold_sql
         for match in re.finditer(r"SUM\(T\d\.\"(\w+)\"\)", question.gold_sql):
             if match.group(1) in ("salary", "weight_kg", "cost"):
                 assert "ROUND(CAST(SUM(" in question.gold_sql, question.gold_sql
+    assert having_average > 0
 
 
 def _literal_checked(literal) -> bool:

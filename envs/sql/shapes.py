@@ -15,6 +15,7 @@ from envgym.envs.sql.grammar import (
     kind,
     pick,
     q,
+    sql_literal,
     window_cond,
     year_sql,
 )
@@ -268,6 +269,9 @@ def group_(ctx: Context, rng, having: bool) -> Candidate | None:
         return Candidate(
             f"SELECT {key}, COUNT(*) {body}", text.format(w=what, b=bare(what), nouns=nouns)
         )
+    numbers = [c for c in ctx.numbers(table) if c.name != cat.name]
+    if numbers and rng.random() < 0.5:
+        return _group_average(ctx, rng, table, key, what, body, pick(rng, numbers))
     counts = sorted(row[0] for row in ctx.run(f"SELECT COUNT(*) {body}"))
     n = int(counts[int(rng.integers(len(counts)))]) - 1
     if n < 1:
@@ -281,6 +285,41 @@ def group_(ctx: Context, rng, having: bool) -> Candidate | None:
         ],
     )
     return Candidate(sql, text.format(w=what, b=bare(what), n=n, nouns=nouns))
+
+
+def _group_average(ctx: Context, rng, table, key, what, body, column) -> Candidate | None:
+    """Groups whose average of a number is above (or below) a threshold between two
+    groups' averages, more than 0.01 from each (so rounding changes no side)."""
+    avg = f"AVG({col_('T1', column)})"
+    averages = sorted({row[0] for row in ctx.run(f"SELECT {avg} {body}") if row[0] is not None})
+    if len(averages) < 2:
+        return None
+    i = int(rng.integers(len(averages) - 1))
+    threshold = round((averages[i] + averages[i + 1]) / 2, 2)
+    if not averages[i] + 0.01 < threshold < averages[i + 1] - 0.01:
+        return None  # rounded or not, on either engine, each group falls the same side
+    above = rng.random() < 0.5
+    sql = (
+        f"SELECT {key}, ROUND({avg}, 2) {body} "
+        f"HAVING {avg} {'>' if above else '<'} {sql_literal(threshold)}"
+    )
+    text = pick(
+        rng,
+        [
+            "Which values of {w} have an average {n} {side} {t} among their {nouns}? "
+            "Give each with that average{r}.",
+            "List each {b} whose {nouns} average {side} {t} in {n}, with the average{r}.",
+        ],
+    ).format(
+        w=what,
+        b=bare(what),
+        n=bare(describe(column)),
+        side="above" if above else "below",
+        t=sql_literal(threshold),
+        nouns=ctx.nouns(table),
+        r=ROUNDED,
+    )
+    return Candidate(sql, text, unrounded=f"SELECT {avg} {body}")
 
 
 def _parent_groups(ctx: Context, table: str):
