@@ -260,6 +260,23 @@ def test_random_queries_run_and_rarely_answer_the_question(db):
     assert matches <= 5, f"{matches} random queries out of 100 matched the gold answer"
 
 
+def test_every_stated_condition_matters(db, questions):
+    """Dropping a question's condition changes its answer: no question is
+    answered by a bare dump of a column, and a set operation's second side counts."""
+    checked = 0
+    for _, question in questions:
+        gold = Counter(run(db, question.gold_sql))
+        if question.shape in ("filter", "count", "join-filter", "join3-filter"):
+            assert Counter(run(db, question.gold_sql.split(" WHERE ")[0])) != gold, question
+            checked += 1
+        if question.shape == "set-op":
+            for op in (" UNION ", " INTERSECT ", " EXCEPT "):
+                for side in question.gold_sql.split(op) if op in question.gold_sql else ():
+                    assert Counter(run(db, side)) != gold, question
+                    checked += 1
+    assert checked > 50
+
+
 def test_a_dump_of_every_table_matches_no_answer(db, questions):
     dumps = [Counter(run(db, f'SELECT * FROM "{t.name}"')) for t in SCHEMA.tables]
     for _, question in questions[::7]:

@@ -2,7 +2,8 @@
 categories, foreign-key paths), conditions drawn from the data with their phrasing,
 and the checks that keep a gold query unambiguous.
 
-`questions.py` builds the shapes from these parts. Every literal a condition puts
+`shapes.py` and `nested.py` build the shapes from these parts, `questions.py`
+checks them. Every literal a condition puts
 in SQL is written into its phrase as the same characters, so a question names
 what its gold query filters on.
 """
@@ -133,6 +134,8 @@ class Candidate:
             when the rows they stand for are).
         unrounded: a query whose float values must not sit on a rounding boundary.
         zero: queries whose single value must be 0 (no row on a float boundary).
+        differs_from: queries that must give other rows: the gold query less one
+            of its conditions (each condition the question states matters).
     """
 
     sql: str
@@ -145,6 +148,7 @@ class Candidate:
     count_as: str = ""
     unrounded: str = ""
     zero: list[str] = field(default_factory=list)
+    differs_from: list[str] = field(default_factory=list)
 
 
 class Context:

@@ -72,7 +72,13 @@ def subquery_in(ctx: Context, rng) -> Candidate | None:
     text = pick(rng, words).format(
         p=ctx.nouns(parent), c=ctx.noun(child), cond=cond.text, lab=describe(lab)
     )
-    return Candidate(sql, text, count_as=sql.replace("SELECT ", "SELECT DISTINCT ", 1))
+    everyone = f"SELECT {col_('T1', lab)} FROM {q(parent)} AS T1"
+    return Candidate(
+        sql,
+        text,
+        count_as=sql.replace("SELECT ", "SELECT DISTINCT ", 1),
+        differs_from=[everyone],
+    )
 
 
 def subquery_scalar(ctx: Context, rng) -> Candidate | None:
@@ -173,7 +179,7 @@ def set_op(ctx: Context, rng) -> Candidate | None:
         ["List {lab} of the {nouns} {s} (each once).", "Which {nouns} {s}? Give {lab}, each once."],
     ).format(lab=describe(ctx.label(table)), nouns=ctx.nouns(table), s=scope)
     keyed = f" {op} ".join(s.replace("SELECT ", f"SELECT {col_('T1', pk)}, ", 1) for s in sides)
-    return Candidate(sql, text, count_as=keyed)
+    return Candidate(sql, text, count_as=keyed, differs_from=sides)
 
 
 def join2_group_having(ctx: Context, rng) -> Candidate | None:

@@ -9,6 +9,8 @@ and unambiguous:
   in the ordering key), and the same rows with a secondary order either way;
 - the same rows under the rewritings checked here: grouped by name instead of by
   key, DISTINCT names instead of one row per answer (no two answers share a name);
+- every condition the question states matters: the gold query less one of them
+  gives other rows (so no question is answered by a bare dump of a column);
 - floating aggregates rounded to 2 decimals in the gold query (``ROUND(AVG(x), 2)``),
   and no value on a rounding boundary or within float noise of a compared average.
 
@@ -136,7 +138,13 @@ def acceptable(ctx: Context, cand: Candidate) -> bool:
         return False
     if cand.unrounded and any(_on_boundary(v) for row in ctx.run(cand.unrounded) for v in row):
         return False
-    return all(ctx.run(sql)[0][0] == 0 for sql in cand.zero)
+    if not all(ctx.run(sql)[0][0] == 0 for sql in cand.zero):
+        return False
+    for sql in cand.differs_from:
+        other = ctx.run(sql, limit=len(rows) + 1)
+        if len(other) == len(rows) and Counter(other) == Counter(rows):
+            return False
+    return True
 
 
 def generate_question(database: Database, rng: np.random.Generator, difficulty: str) -> Question:

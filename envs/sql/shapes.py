@@ -86,7 +86,8 @@ def filter_(ctx: Context, rng) -> Candidate | None:
     text = pick(rng, LIST).format(
         lab=describe(lab), noun=ctx.noun(table), nouns=ctx.nouns(table), cond=cond.text
     )
-    return Candidate(sql, text, count_as=_distinct_names(sql))
+    dropped = sql.split(" WHERE ")[0]
+    return Candidate(sql, text, count_as=_distinct_names(sql), differs_from=[dropped])
 
 
 def count_(ctx: Context, rng) -> Candidate | None:
@@ -95,7 +96,8 @@ def count_(ctx: Context, rng) -> Candidate | None:
     if cond is None:
         return None
     sql = f"SELECT COUNT(*) {from_(table)} WHERE {cond.sql}"
-    return Candidate(sql, pick(rng, COUNT).format(nouns=ctx.nouns(table), cond=cond.text))
+    text = pick(rng, COUNT).format(nouns=ctx.nouns(table), cond=cond.text)
+    return Candidate(sql, text, differs_from=[sql.split(" WHERE ")[0]])
 
 
 def aggregate_(ctx: Context, rng) -> Candidate | None:
@@ -214,7 +216,7 @@ def join_filter_(ctx: Context, rng, joins: tuple[int, ...] = (1, 2)) -> Candidat
         lab=describe(lab),
     )
     count_as = f"SELECT DISTINCT {col_('T1', pk)}, {col_('T1', lab)} {body}"
-    return Candidate(sql, text, count_as=count_as)
+    return Candidate(sql, text, count_as=count_as, differs_from=[sql.split(" WHERE ")[0]])
 
 
 def child_parent_(ctx: Context, rng):
@@ -432,4 +434,5 @@ def date_window_(ctx: Context, rng) -> Candidate | None:
     text = pick(rng, LIST).format(
         lab=describe(lab), noun=ctx.noun(table), nouns=ctx.nouns(table), cond=cond.text
     )
-    return Candidate(sql, text, count_as=_distinct_names(sql))
+    dropped = sql.split(" WHERE ")[0]
+    return Candidate(sql, text, count_as=_distinct_names(sql), differs_from=[dropped])
