@@ -63,16 +63,12 @@ def domain_schema(domain: str) -> Schema:
 def index_ddl(schema: Schema) -> str:
     """``CREATE INDEX`` statements for every foreign-key column of ``schema``
     (SQLite and PostgreSQL alike), one per distinct column."""
-    statements = []
-    seen: set[tuple[str, str]] = set()
-    for fk in schema.foreign_keys:
-        if (fk.table, fk.column) in seen:
-            continue
-        seen.add((fk.table, fk.column))
-        statements.append(
-            f'CREATE INDEX "idx_{fk.table}_{fk.column}" ON "{fk.table}" ("{fk.column}");'
-        )
-    return "\n".join(statements)
+    return "\n".join(_index_statements(schema))
+
+
+def _index_statements(schema: Schema) -> list[str]:
+    columns = dict.fromkeys((fk.table, fk.column) for fk in schema.foreign_keys)
+    return [f'CREATE INDEX "idx_{t}_{c}" ON "{t}" ("{c}");' for t, c in columns]
 
 
 def build_database(domain: str, seed: int) -> Database:
@@ -105,7 +101,9 @@ def build_database(domain: str, seed: int) -> Database:
         for table in schema.tables:
             marks = ", ".join("?" * len(table.columns))
             conn.executemany(f'INSERT INTO "{table.name}" VALUES ({marks})', rows[table.name])
-        conn.executescript(index_ddl(schema))  # executescript commits the transaction first
+        for statement in _index_statements(schema):
+            conn.execute(statement)
+        conn.execute("COMMIT")
         return Database(
             db_id=f"{domain}-{int(seed)}",
             schema=schema,
