@@ -190,7 +190,7 @@ def fill(g: Gen) -> dict[str, dict[str, list[Any]]]:
         "name": [" ".join(sup_pairs[i]) for i in picked],
         "city": [c for c, _ in sup_cities],
         "country": [k for _, k in sup_cities],
-        "rating": g.nullify(g.decimals(n_sup, 1.5, 5.0, 1), 0.15),
+        "rating": g.nullify(g.decimals(n_sup, 1.5, 5.0), 0.15),
     }
 
     n_prod = g.count(300, 600)
