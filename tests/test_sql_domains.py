@@ -250,6 +250,12 @@ def test_dates_follow_each_other(built) -> None:
             "(delay_minutes IS NOT NULL)",
             "SELECT COUNT(*) FROM flights f JOIN aircraft a USING (aircraft_id) "
             "WHERE a.airline_id <> f.airline_id",
+            "SELECT COUNT(*) FROM (SELECT 1 FROM flights GROUP BY flight_number, departure_date "
+            "HAVING COUNT(*) > 1)",
+            "SELECT COUNT(*) FROM (SELECT 1 FROM flights GROUP BY flight_number "
+            "HAVING COUNT(DISTINCT duration_minutes) > 1 OR COUNT(DISTINCT origin_id) > 1)",
+            "SELECT COUNT(*) FROM flights a JOIN flights b ON b.flight_id = a.flight_id + 1 "
+            "WHERE b.departure_date < a.departure_date",
         ],
         "library": [
             "SELECT COUNT(*) FROM loans WHERE return_date < loan_date OR due_date <= loan_date",

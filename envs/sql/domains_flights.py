@@ -207,8 +207,19 @@ def fill(g: Gen) -> dict[str, dict[str, list[Any]]]:
     route_airline = g.refs(n_route, ids(n_air), 0.6)
     numbers = rng.choice(np.arange(10, 3000), n_route, replace=False).tolist()
 
-    n_fl = g.count(3000, 6000)
-    route = np.asarray(g.refs(n_fl, list(range(n_route)), 0.7))
+    # Flights: a route flies on distinct days (one flight number, once a day at
+    # most), and flight ids follow the departure dates.
+    per_route = np.bincount(
+        g.refs(g.count(3000, 6000), list(range(n_route)), 0.7), minlength=n_route
+    )
+    first_day, n_days = np.datetime64("2023-01-01", "D"), 731
+    days = [rng.choice(n_days, min(k, n_days), replace=False) for k in per_route.tolist()]
+    route = np.repeat(np.arange(n_route), [len(d) for d in days])
+    offset = np.concatenate(days)
+    order = np.lexsort((route, offset))
+    route, departure = route[order], first_day + offset[order]
+    n_fl = len(route)
+    route_minutes = np.rint(km / 13.5).astype(int) + 35 + rng.integers(-5, 16, n_route)
     airline = np.asarray(route_airline)[route]
     able: dict[int, list[int]] = {}  # per route: its airline's planes with the range
     for r, a in enumerate(route_airline):
@@ -216,7 +227,6 @@ def fill(g: Gen) -> dict[str, dict[str, list[Any]]]:
     craft = [g.pick(able[r]) for r in route.tolist()]
     status = np.asarray(g.choice(n_fl, STATUSES, (74, 21, 4, 1)))
     delay = np.rint(rng.exponential(45, n_fl)).astype(int) + 15
-    departure = g.days(n_fl, "2023-01-01", "2024-12-31")
     out["flights"] = {
         "flight_id": ids(n_fl),
         "flight_number": [
@@ -228,9 +238,7 @@ def fill(g: Gen) -> dict[str, dict[str, list[Any]]]:
         "destination_id": dest[route].tolist(),
         "departure_date": text_days(departure),
         "distance_km": km[route].tolist(),
-        "duration_minutes": (np.rint(km[route] / 13.5) + 35 + rng.integers(-5, 16, n_fl))
-        .astype(int)
-        .tolist(),
+        "duration_minutes": route_minutes[route].tolist(),
         "status": status.tolist(),
         "delay_minutes": [
             d if s == "delayed" else None for s, d in zip(status, delay.tolist(), strict=True)

@@ -194,10 +194,9 @@ def fill(g: Gen) -> dict[str, dict[str, list[Any]]]:
     author = g.refs(n_book, ids(n_auth), 0.8)
     genre = g.zipf(n_book, GENRES, 0.9)
     birth = out["authors"]["birth_year"]
-    year = [
-        min(2024, max((b or 1960) + 22, 1950) + int(rng.integers(0, 50)))
-        for b in (birth[a - 1] for a in author)
-    ]
+    # Published from the author's 22nd year (1950 at the earliest) to 2024.
+    since = np.asarray([max((birth[a - 1] or 1960) + 22, 1950) for a in author])
+    year = (since + np.floor(rng.random(n_book) * (2025 - since))).astype(int).tolist()
     out["books"] = {
         "book_id": ids(n_book),
         "title": titles,

@@ -200,7 +200,7 @@ def fill(g: Gen) -> dict[str, dict[str, list[Any]]]:
         [np.datetime64(f"{y - 18}-01-01") for y in enroll_year.tolist()], dtype="datetime64[D]"
     ) + rng.integers(-400, 366, size=n_stu)
     cities = g.cities(n_stu, 1.1)
-    gpa = np.clip(np.rint(rng.normal(3.0, 0.5, n_stu) * 100) / 100, 0.0, 4.0)
+    gpa = np.rint(rng.beta(6.0, 2.0, n_stu) * 400) / 100  # mean 3.0, rarely exactly 4.00
     gpa_values: list[float | None] = gpa.tolist()
     for i in np.flatnonzero(enroll_year == 2024)[::3].tolist():
         gpa_values[i] = None  # a third of the newest students have no grades yet
@@ -265,7 +265,9 @@ def fill(g: Gen) -> dict[str, dict[str, list[Any]]]:
         "teacher_id": g.nullify(sec["teacher"], 0.04),
         "term": sec["term"],
         "room": rooms,
-        "capacity": g.normal_ints(n_sec, 40, 18, 8, 150),
+        "capacity": np.clip(np.rint(rng.lognormal(np.log(36), 0.45, n_sec)), 8, 250)
+        .astype(int)
+        .tolist(),
         "start_date": text_days(start),
     }
 
@@ -278,7 +280,7 @@ def fill(g: Gen) -> dict[str, dict[str, list[Any]]]:
         rows = np.flatnonzero(sec_year == year)
         eligible = np.flatnonzero(enroll_year <= year) + 1
         student[rows] = g.refs(len(rows), eligible.tolist(), 0.2)
-    score = np.clip(np.rint(rng.normal(76, 12, n_enr) * 10) / 10, 0, 100)
+    score = np.rint(rng.beta(7.0, 2.3, n_enr) * 1000) / 10  # mean 75, few perfect scores
     grade = np.select([score >= 90, score >= 80, score >= 70, score >= 60], list("ABCD"), "F")
     open_ = (sec_year == 2024) & (rng.random(n_enr) < 0.5) | (rng.random(n_enr) < 0.03)
     out["enrollments"] = {
