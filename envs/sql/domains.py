@@ -7,14 +7,17 @@ filled from a seed, no download.
 an in-memory SQLite database with foreign keys enforced (one transaction,
 parents before children), indexes every foreign-key column and returns the
 database's bytes (``sqlite3.Connection.serialize()``): the same bytes for the
-same ``(domain, seed)`` in any process. ``schema_text`` is the schema as the
-agent reads it.
+same ``(domain, seed)`` in any process (with the same numpy and SQLite
+releases: numpy does not promise a Generator's draws across releases).
+``schema_text`` is the schema as the agent reads it. The database holds only
+the schema's tables and their indexes, nothing about any question.
 
 The data is realistic on purpose: nullable columns hold real NULLs, categories
 are skewed (most orders are delivered, most seats economy), parents differ in
 popularity, money is REAL with two decimals and spread out (few ties),
 dates are ``YYYY-MM-DD`` text that follow each other (an order ships after it
-is placed), and all text is ASCII.
+is placed), and all text is plain ASCII words (no quote, semicolon or newline,
+so a value quoted into SQL or shown in a prompt cannot break out).
 """
 
 from __future__ import annotations
