@@ -157,6 +157,16 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         scoring_kwargs=("world_seed",),
     ),
     EnvSpec(
+        id="envgym/SQL-v0",
+        entry_point="envgym.envs.sql:SQLEnv",
+        description="Answer questions about generated databases with one SQL query "
+        "(execution match; SQLite or PostgreSQL, Spider/BIRD loaders)",
+        tags=("sql", "tool-use", "multi-turn", "text-to-sql", "database"),
+        oracle="envgym.envs.sql.agents:SQLOracle",
+        random_agent="envgym.envs.sql.agents:RandomSQLAgent",
+        scoring_kwargs=("world_seed", "max_rows"),
+    ),
+    EnvSpec(
         id="envgym/GuessNumber-v0",
         entry_point="envgym.envs.guess_number:GuessNumberEnv",
         description="Find a secret number from higher/lower hints (the env of the guide)",

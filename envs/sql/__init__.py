@@ -1,2 +1,6 @@
 """envgym/SQL-v0: text-to-SQL over generated (or Spider/BIRD) databases on SQLite or
-PostgreSQL, rewarded by execution match (issue 30, in progress)."""
+PostgreSQL, rewarded by execution match (docs/sql.md)."""
+
+from envgym.envs.sql.sql import SQLEnv
+
+__all__ = ["SQLEnv"]
