@@ -20,6 +20,12 @@ catalogue, build its search index and load the index from the disk cache in
 a fresh process. Ids whose data is not on this machine (WebShop-v0) are left
 out.
 
+An SQL-v0 section follows: the time to generate each domain's database, and
+per engine (SQLite; PostgreSQL too with ``--postgres URL``) and level the
+reset latency and the latency of an ``execute_sql`` step running the task's
+gold query; on PostgreSQL also each database's first session, which loads it
+into its schema.
+
 A tool-world section follows (Retail-v0, Airline-v0: every id tagged
 ``customer-service``): per difficulty, over whole oracle episodes (the gold
 dialogue: questions, lookups, confirmations, writes, the closing message,
@@ -268,6 +274,73 @@ def tool_world_section(specs: list, episodes: int) -> list[dict[str, object]]:
     return records
 
 
+def sql_section(episodes: int, postgres: str | None) -> dict[str, object]:
+    """SQL-v0: database generation per domain, then per engine and level the reset
+    latency and the latency of an ``execute_sql`` step (the task's gold query run as
+    an exploration query), and on PostgreSQL the first session's load of each
+    database into its schema."""
+    from envgym.envs.sql.domains import DOMAINS, build_database
+    from envgym.envs.sql.engine import gold_sql_for, make_engine
+
+    clock = time.perf_counter
+    builds = {}
+    for domain in DOMAINS:
+        start = clock()
+        database = build_database(domain, 0)
+        builds[domain] = {
+            "build_ms": (clock() - start) * 1000,
+            "rows": sum(database.row_counts.values()),
+        }
+    print("\nSQL-v0: generating each domain's database (world_seed 0)")
+    for domain, row in builds.items():
+        print(f"{domain:10} {row['rows']:>7,} rows  {row['build_ms']:>7.1f} ms")
+    engines = {"sqlite": "sqlite"} | ({"postgresql": postgres} if postgres else {})
+    loads = {}
+    if postgres:
+        engine = make_engine(postgres)
+        for domain in DOMAINS:
+            start = clock()
+            engine.session(build_database(domain, 0)).close()
+            loads[domain] = (clock() - start) * 1000
+        engine.close()
+        print(
+            "PostgreSQL, first session of each database (its schema loaded, ms): "
+            + ", ".join(f"{d} {ms:.0f}" for d, ms in loads.items())
+        )
+    rows = []
+    header = f"{'engine':11} {'level':7} {'reset p50':>9} {'p99':>8} {'execute_sql p50':>15}"
+    print(header + f" {'p99':>8}")
+    for name, spec in engines.items():
+        for level in ("easy", "medium", "hard"):
+            env = gym.make("envgym/SQL-v0", difficulty=level, engine=spec)
+            for domain_seed in range(len(DOMAINS) * 2):  # every database built and loaded
+                env.reset(seed=domain_seed)
+            resets, queries = [], []
+            for seed in range(episodes):
+                start = clock()
+                env.reset(seed=10_000 + seed)
+                resets.append((clock() - start) * 1000)
+                gold = gold_sql_for(env.unwrapped.engine_name, env.unwrapped.question.gold_sql)
+                start = clock()
+                env.step(f"<sql>{gold}</sql>")
+                queries.append((clock() - start) * 1000)
+            env.close()
+            row = {
+                "engine": name,
+                "difficulty": level,
+                "reset_p50_ms": percentile(resets, 50),
+                "reset_p99_ms": percentile(resets, 99),
+                "execute_sql_p50_ms": percentile(queries, 50),
+                "execute_sql_p99_ms": percentile(queries, 99),
+            }
+            rows.append(row)
+            print(
+                f"{name:11} {level:7} {row['reset_p50_ms']:>9.2f} {row['reset_p99_ms']:>8.1f} "
+                f"{row['execute_sql_p50_ms']:>15.2f} {row['execute_sql_p99_ms']:>8.1f}"
+            )
+    return {"builds": builds, "postgres_load_ms": loads, "latency": rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=100_000, help="steps per measurement")
@@ -275,6 +348,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="20k steps, 200 resets")
     parser.add_argument("--json", help="also write the numbers to this file")
     parser.add_argument("--ids", nargs="+", help="only these env ids (default: all)")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="also measure SQL-v0 on this PostgreSQL server (e.g. from scripts/postgres.sh)",
+    )
     parser.add_argument(
         "--shop-sizes",
         nargs="*",
@@ -353,9 +431,13 @@ def main(argv: list[str] | None = None) -> int:
     if any(spec.id == "envgym/Shop-v0" for spec in specs):
         shop = shop_section(args.resets, args.shop_sizes)
     tool_worlds = tool_world_section(specs, max(20, args.resets // 5))
+    sql = None
+    if any(spec.id == "envgym/SQL-v0" for spec in specs):
+        sql = sql_section(max(50, args.resets // 2), args.postgres)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"envs": records, "shop": shop, "tool_worlds": tool_worlds}, fh, indent=2)
+            report = {"envs": records, "shop": shop, "tool_worlds": tool_worlds, "sql": sql}
+            json.dump(report, fh, indent=2)
     return 0
 
 
