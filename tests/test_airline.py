@@ -11,6 +11,12 @@ import re
 import gymnasium as gym
 import numpy as np
 import pytest
+from toolworld_breakers import (
+    BREAKERS,
+    break_policy,
+    check_each_breaker_fails_for_its_own_reason,
+    silent,
+)
 
 import envgym  # noqa: F401  (registers the ids)
 from envgym.agents import RandomAgent
@@ -179,71 +185,15 @@ def test_random_and_random_tool_agents_almost_never_succeed(level):
 
 
 # ---------------------------------------------------------------------- policy breaking
-_MONEY = re.compile(r"\$[\d,]+\.\d\d")
-
-
-def no_confirmation(task):
-    return [r for r in gold_dialogue(task) if "Shall I proceed? (yes/no)" not in r]
-
-
-def late_authentication(task):
-    replies = list(gold_dialogue(task))
-    auth = next(r for r in replies if '"authenticate_user"' in r)
-    replies.remove(auth)
-    return replies[:-1] + [auth, replies[-1]]
-
-
-def forbidden_done(task):
-    replies = list(gold_dialogue(task))
-    refusal = next(i for i, r in enumerate(replies) if r.startswith("I'm sorry, I cannot"))
-    replies[refusal : refusal + 1] = [
-        f"I will {task.forbidden.summary}. Shall I proceed? (yes/no)",
-        "<tool_call>" + json.dumps(task.forbidden.as_dict()) + "</tool_call>",
-    ]
-    return replies
-
-
-def silent(task):
-    """Never states an amount: confirmations without them, no closing message."""
-    return [_MONEY.sub("the amount", r) for r in list(gold_dialogue(task))[:-1]]
-
-
-def hedging(task):
-    """States the right amounts only among many candidates."""
-    amounts = [f"${float(o) + k:,.2f}" for o in task.outputs for k in (0, 5, 10, 25)]
-    return silent(task) + [f"Your amount is one of {', '.join(amounts)}. Anything else?"]
-
-
-BREAKERS = {
-    "writes without a confirmation": (no_confirmation, LEVELS),
-    "reads the account before authenticating": (late_authentication, LEVELS),
-    "does the forbidden write once confirmed": (forbidden_done, ("hard",)),
-    "never tells the amounts": (silent, LEVELS),
-    "hedges between amounts": (hedging, LEVELS),
-}
-
-
 @pytest.mark.parametrize("breaker", BREAKERS)
 def test_policy_breaking_agents_score_zero(breaker):
-    replies, levels = BREAKERS[breaker]
-    for level in levels:
-        env = gym.make(ENV_ID, difficulty=level)
-        for seed in range(40):
-            info = play(env, replies, seed)
-            assert not info["success"], (breaker, level, seed)
-            assert sum(info["reward_components"].values()) <= 0
+    env = gym.make(ENV_ID)
+    for level in BREAKERS[breaker][1]:
+        assert not break_policy(env, breaker, level, range(40)), (breaker, level)
 
 
 def test_each_breaker_fails_for_its_own_reason():
-    env = gym.make(ENV_ID, difficulty="hard")
-    grade = play(env, no_confirmation, 1)["grade"]
-    assert grade["store_match"] and any("confirmation" in v for v in grade["violations"])
-    grade = play(env, late_authentication, 1)["grade"]
-    assert grade["store_match"] and any("authenticated" in v for v in grade["violations"])
-    grade = play(env, forbidden_done, 1)["grade"]
-    assert not grade["store_match"] and grade["policy_ok"]
-    grade = play(env, hedging, 2)["grade"]
-    assert grade["missing_outputs"]
+    check_each_breaker_fails_for_its_own_reason(gym.make(ENV_ID))
 
 
 # ---------------------------------------------------------------------- tools
@@ -609,7 +559,7 @@ def test_a_zero_amount_is_not_told_by_a_larger_one():
             break
     else:
         pytest.skip("no zero-fee task in these seeds")
-    replies = silent(env.unwrapped.task) + ["The fee is $10.00 or $100.00."]
+    replies = silent(env.unwrapped.task, AIRLINE)[:-1] + ["The fee is $10.00 or $100.00."]
     info = play(env, lambda task: replies, seed)
     assert info["grade"]["missing_outputs"] == ["0.00"] and not info["success"]
 

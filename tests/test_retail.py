@@ -13,6 +13,7 @@ import re
 import gymnasium as gym
 import numpy as np
 import pytest
+from toolworld_breakers import BREAKERS, break_policy, check_each_breaker_fails_for_its_own_reason
 
 import envgym  # noqa: F401  (registers the ids)
 from envgym.agents import RandomAgent
@@ -127,81 +128,15 @@ def test_random_and_random_tool_agents_succeed_below_5_percent_over_200_seeds(le
 
 
 # ---------------------------------------------------------------- policy breakers
-def _skip_confirmations(task, obs, info):
-    return (r for r in gold_dialogue(task) if not r.startswith("I will "))
-
-
-def _act_before_authenticating(task, obs, info):
-    replies = list(gold_dialogue(task))
-    auth = next(i for i, r in enumerate(replies) if "find_user_id_by" in r)
-    details = next(i for i, r in enumerate(replies) if "get_user_details" in r)
-    replies.insert(auth, replies.pop(details))
-    return iter(replies)
-
-
-def _do_the_forbidden(task, obs, info):
-    for reply in gold_dialogue(task):
-        if reply.startswith("I'm sorry, I cannot"):
-            yield f"I will {task.forbidden.summary}. Shall I proceed? (yes/no)"
-            yield "<tool_call>" + json.dumps(task.forbidden.as_dict()) + "</tool_call>"
-        else:
-            yield reply
-
-
-def _never_tell(task, obs, info):
-    for reply in gold_dialogue(task):
-        yield (
-            "All done. Is there anything else I can help you with?"
-            if reply == task.inform
-            else reply
-        )
-
-
-def _hedge(task, obs, info):
-    amounts = [f"{x / 100:.2f}" for x in range(1000, 50000, 2345)]
-    for reply in gold_dialogue(task):
-        if reply == task.inform:
-            hedge = [*amounts[:3], *task.outputs, *amounts[3:6]]
-            yield "All done. The amount is one of " + ", ".join(hedge) + "."
-        else:
-            yield reply
-
-
-BREAKERS = {
-    "writes without confirmation": (_skip_confirmations, LEVELS),
-    "account tools before authentication": (_act_before_authenticating, LEVELS),
-    "the forbidden write after the user's yes": (_do_the_forbidden, ("hard",)),
-    "never tells the outputs": (_never_tell, LEVELS),
-    "hedges between many amounts": (_hedge, LEVELS),
-}
-
-
 @pytest.mark.parametrize("breaker", BREAKERS)
 def test_a_policy_breaking_agent_scores_zero(breaker):
-    replies, levels = BREAKERS[breaker]
-    for level in levels:
-        env = gym.make(ID, difficulty=level)
-        for seed in range(25):
-            info = _play(env, replies, seed)
-            assert (
-                not info["success"]
-                and info["reward_components"]["store"]
-                + info["reward_components"]["outputs"]
-                + info["reward_components"]["policy"]
-                == 0
-            ), (level, seed, info["grade"])
+    env = gym.make(ID)
+    for level in BREAKERS[breaker][1]:
+        assert not break_policy(env, breaker, level, range(25)), (breaker, level)
 
 
 def test_breaking_the_policy_shows_in_the_grade():
-    env = gym.make(ID, difficulty="hard")
-    info = _play(env, _skip_confirmations, 0)
-    assert any("without the user's confirmation" in v for v in info["grade"]["violations"])
-    info = _play(env, _act_before_authenticating, 0)
-    assert any("before that user was authenticated" in v for v in info["grade"]["violations"])
-    info = _play(env, _do_the_forbidden, 0)
-    assert info["grade"]["policy_ok"] and not info["grade"]["store_match"]
-    info = _play(env, _hedge, 0)
-    assert info["grade"]["store_match"] and info["grade"]["missing_outputs"]
+    check_each_breaker_fails_for_its_own_reason(gym.make(ID), seed=0)
 
 
 @pytest.mark.parametrize(
