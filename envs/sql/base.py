@@ -18,8 +18,10 @@ import datetime
 import decimal
 import math
 import re
+import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from envgym.envs.sql.schema import Database
 
@@ -55,6 +57,22 @@ class QueryResult:
     truncated: bool = False
     seconds: float = 0.0
     rows_read: int = 0
+
+    @classmethod
+    def fetched(
+        cls, columns: list[str], rows: list[Any], row_cap: int, start: float
+    ) -> QueryResult:
+        """The result of a query that ran: `rows` fetched up to ``row_cap + 1`` (one
+        more says it was cut), timed from `start` (``time.perf_counter()``)."""
+        kept = [tuple(r) for r in rows[:row_cap]]
+        return cls(
+            ok=True,
+            columns=columns,
+            rows=kept,
+            truncated=len(rows) > row_cap,
+            seconds=time.perf_counter() - start,
+            rows_read=len(kept),
+        )
 
 
 #: The longest query text a session runs.

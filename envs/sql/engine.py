@@ -138,16 +138,7 @@ class SqliteSession(Session):
             return self._failed(f"the query failed: {e}", start)
         finally:
             cursor.close()
-        truncated = len(rows) > row_cap
-        rows = [tuple(r) for r in rows[:row_cap]]
-        return QueryResult(
-            ok=True,
-            columns=columns,
-            rows=rows,
-            truncated=truncated,
-            seconds=time.perf_counter() - start,
-            rows_read=len(rows),
-        )
+        return QueryResult.fetched(columns, rows, row_cap, start)
 
     def _failed(self, message: str, start: float) -> QueryResult:
         return QueryResult(ok=False, error=message, seconds=time.perf_counter() - start)

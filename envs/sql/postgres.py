@@ -186,16 +186,7 @@ class PostgresSession(Session):
                 error=f"the result could not be read: {e}",
                 seconds=time.perf_counter() - start,
             )
-        truncated = len(rows) > row_cap
-        rows = [tuple(r) for r in rows[:row_cap]]
-        return QueryResult(
-            ok=True,
-            columns=columns,
-            rows=rows,
-            truncated=truncated,
-            seconds=time.perf_counter() - start,
-            rows_read=len(rows),
-        )
+        return QueryResult.fetched(columns, rows, row_cap, start)
 
     def _broken(self) -> None:
         """Start a fresh transaction after an error the savepoint could not undo."""
