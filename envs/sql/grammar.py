@@ -110,6 +110,12 @@ class Cond:
     text: str
 
 
+# The most rows a question's answer may have.
+MAX_ROWS = 50
+# The most rows a join path may produce, estimated from the tables' row counts.
+MAX_JOIN_ROWS = 60_000
+
+
 @dataclass
 class Link:
     """One join step: ``alias`` of ``table`` joined on the foreign key ``fk``."""
@@ -202,16 +208,18 @@ class Context:
         return None
 
     def label(self, table: str) -> Column:
-        """The column that names a row: a non-null text column, ``name``-like first."""
+        """The column that names a row: a non-null text column, ``name``-like first,
+        that tells nine rows in ten apart; else the primary key. (A first name or an
+        order's status names no row: a question listing them is ambiguous, and the
+        checks would refuse nearly every one at the cost of running it.)"""
         columns = self.table(table).columns
         texts = [c for c in self.attrs[table] if kind(c) == "TEXT" and not c.nullable]
-        for word in ("name", "title"):
-            for column in texts:
-                if word in column.name.lower():
-                    return column
-        if texts:
-            return texts[0]
-        return self.pk(table) or columns[0]
+        named = [c for w in ("name", "title") for c in texts if w in c.name.lower()]
+        rows = self.rows(table)
+        for column in dict.fromkeys(named + texts):
+            if len(self.values(table, column.name)) >= 0.9 * rows:
+                return column
+        return self.pk(table) or (texts or columns)[0]
 
     def values(self, table: str, column: str) -> list:
         """The column's distinct non-NULL values, sorted."""
@@ -251,13 +259,26 @@ class Context:
         return out
 
     def path(self, rng: np.random.Generator, start: str, joins: int) -> list[Link] | None:
-        """A random walk of ``joins`` foreign keys from ``start`` (T1), no table twice."""
+        """A random walk of ``joins`` foreign keys from ``start`` (T1), no table twice,
+        whose join stays under `MAX_JOIN_ROWS` rows by the row counts (a walk up to a
+        parent and down to its other children multiplies rows: copies of a branch
+        times the branch's members times their loans). The bound keeps questions
+        that a reset checks, and an agent runs, in milliseconds."""
         seen, here, out = {start}, start, []
+        estimate = float(self.rows(start))
         for step in range(joins):
-            options = [(t, fk) for t, fk in self.links(here) if t not in seen]
+            options = []
+            for t, fk in self.links(here):
+                if t in seen:
+                    continue
+                # To a parent: at most one row each; to children: their rows per parent.
+                grow = 1.0 if fk.table == here else self.rows(t) / max(1, self.rows(here))
+                if estimate * grow <= MAX_JOIN_ROWS:
+                    options.append((t, fk, grow))
             if not options:
                 return None
-            there, fk = pick(rng, options)
+            there, fk, grow = pick(rng, options)
+            estimate *= max(grow, 1.0)
             alias, prev = f"T{step + 2}", f"T{step + 1}"
             if fk.table == here:
                 on = f"{prev}.{q(fk.column)} = {alias}.{q(fk.ref_column)}"

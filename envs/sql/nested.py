@@ -4,7 +4,10 @@ operations, grouping over a two-join path) and the medium days-between shape
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from envgym.envs.sql.grammar import (
+    MAX_ROWS,
     Candidate,
     Context,
     bare,
@@ -195,11 +198,12 @@ def join2_group_having(ctx: Context, rng) -> Candidate | None:
     by_key = f"GROUP BY {col_('T1', pk)}, {col_('T1', lab)}"
     body = f"{from_(table, links)} {by_key}"
     counts = sorted(row[0] for row in ctx.run(f"SELECT {counted} {body}"))
-    if not counts:
+    # Thresholds n >= 1 that at least one and at most MAX_ROWS rows exceed.
+    above = {n: len(counts) - bisect_right(counts, n) for n in set(counts)}
+    ns = sorted(n for n, k in above.items() if n >= 1 and 1 <= k <= MAX_ROWS)
+    if not ns:
         return None
-    n = int(counts[int(rng.integers(len(counts) // 2, len(counts)))]) - 1
-    if n < 1:
-        return None
+    n = int(ns[int(rng.integers(len(ns)))])
     sql = f"SELECT {col_('T1', lab)}, {counted} {body} HAVING {counted} > {n}"
     far_nouns = ctx.nouns(links[-1].table)
     through = ctx.nouns(links[0].table)

@@ -36,12 +36,11 @@ from collections import Counter, OrderedDict
 import numpy as np
 
 from envgym.envs.sql import nested, shapes
-from envgym.envs.sql.grammar import Candidate, Context, pick, q
+from envgym.envs.sql.grammar import MAX_ROWS, Candidate, Context, pick, q
 from envgym.envs.sql.schema import Database, Question
 
 __all__ = ["MAX_ROWS", "SHAPES", "generate_question", "random_query"]
 
-MAX_ROWS = 50
 TRIES_PER_SHAPE = 8
 SHAPE_DRAWS = 30
 
@@ -107,7 +106,7 @@ def _context(database: Database) -> Context:
         raise TypeError(f"expected an envgym.envs.sql.schema.Database, got {type(database)!r}")
     ctx = Context(database)
     _OPEN[id(database)] = (database, ctx)
-    while len(_OPEN) > 4:
+    while len(_OPEN) > 16:
         _OPEN.popitem(last=False)[1][1].close()
     return ctx
 
