@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from postgres_server import ON_POSTGRES, engine_kwargs
 
 import envgym
 from envgym.agents import make_agent
@@ -26,6 +27,15 @@ OPEN_TEXT_REPLIES = [
     "<answer>nobody</answer>",
 ]
 ID_AND_DIFFICULTY = [(spec.id, level) for spec in envgym.list_envs() for level in spec.difficulties]
+#: SQL-v0 on PostgreSQL as well as SQLite, at every level: `engine_kwargs` puts
+#: the test server's URL in when the test runs (skipped without one, failed in CI).
+ON_ENGINES = [
+    ("envgym/SQL-v0", {"difficulty": level, "engine": ON_POSTGRES})
+    for spec in envgym.list_envs()
+    if spec.id == "envgym/SQL-v0"
+    for level in spec.difficulties
+]
+LEVEL_CASES = [(env_id, {"difficulty": level}) for env_id, level in ID_AND_DIFFICULTY] + ON_ENGINES
 
 
 def test_every_spec_is_registered_with_gymnasium():
@@ -45,17 +55,18 @@ VARIANTS = [
     ("envgym/Shop-v0", {"observation": "html", "difficulty": "hard"}),
     ("envgym/WebShop-v0", {"observation": "html"}),
 ]
-CHECK_CASES = [(env_id, {"difficulty": level}) for env_id, level in ID_AND_DIFFICULTY] + VARIANTS
+CHECK_CASES = LEVEL_CASES + VARIANTS
 #: Observation modes beyond the default text, also checked for determinism and fuzzing.
 MODES = [
     ("envgym/Shop-v0", {"difficulty": "hard", "observation": "html"}),
     ("envgym/WebShop-v0", {"observation": "html"}),
 ]
-MODE_CASES = [(env_id, {"difficulty": level}) for env_id, level in ID_AND_DIFFICULTY] + MODES
+MODE_CASES = LEVEL_CASES + MODES
 
 
 @pytest.mark.parametrize("env_id,kwargs", CHECK_CASES)
 def test_gymnasium_checker_passes_unwrapped_and_through_make(env_id, kwargs):
+    kwargs = engine_kwargs(kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(gym.make(env_id, **kwargs).unwrapped)
@@ -71,6 +82,7 @@ def _first_resets(env_id: str, kwargs: dict, seeds: list[int]) -> list[list[str]
 
 @pytest.mark.parametrize("env_id,kwargs", MODE_CASES)
 def test_same_seed_same_first_observation_in_another_process(env_id, kwargs):
+    kwargs = engine_kwargs(kwargs)
     seeds = [0, 1, 12345]
     script = (
         "import json, sys, gymnasium as gym, envgym\n"
@@ -134,7 +146,7 @@ def _adversarial_actions(rng: np.random.Generator, admissible: list[str]) -> lis
 
 @pytest.mark.parametrize("env_id,kwargs", MODE_CASES)
 def test_ten_thousand_random_and_adversarial_actions_never_raise(env_id, kwargs):
-    env = gym.make(env_id, **kwargs)
+    env = gym.make(env_id, **engine_kwargs(kwargs))
     rng = np.random.default_rng(0)
     obs, info = env.reset(seed=0)
     # Drawing from the Text space is slow: draw a pool once and pick from it, so
@@ -166,9 +178,9 @@ def test_ten_thousand_random_and_adversarial_actions_never_raise(env_id, kwargs)
     assert episodes > 10
 
 
-@pytest.mark.parametrize("env_id,difficulty", ID_AND_DIFFICULTY)
-def test_info_keys_follow_the_shared_contract(env_id, difficulty):
-    env = gym.make(env_id, difficulty=difficulty)
+@pytest.mark.parametrize("env_id,kwargs", LEVEL_CASES)
+def test_info_keys_follow_the_shared_contract(env_id, kwargs):
+    env = gym.make(env_id, **engine_kwargs(kwargs))
     obs, info = env.reset(seed=3)
     assert set(info) <= set(INFO_KEYS), f"unknown info keys {set(info) - set(INFO_KEYS)}"
     for key in ("task_id", "turn", "action_valid", "success", "reward_components", "state_key"):
@@ -197,9 +209,10 @@ def test_info_keys_follow_the_shared_contract(env_id, difficulty):
     assert "answer" in obs.lower(), "feedback should say how to write a valid reply"
 
 
-@pytest.mark.parametrize("env_id,difficulty", ID_AND_DIFFICULTY)
-def test_restore_of_snapshot_replays_identically(env_id, difficulty):
-    env = gym.make(env_id, difficulty=difficulty)
+@pytest.mark.parametrize("env_id,kwargs", LEVEL_CASES)
+def test_restore_of_snapshot_replays_identically(env_id, kwargs):
+    kwargs = engine_kwargs(kwargs)
+    env = gym.make(env_id, **kwargs)
     rng = np.random.default_rng(7)
     obs, info = env.reset(seed=11)
 
@@ -230,7 +243,7 @@ def test_restore_of_snapshot_replays_identically(env_id, difficulty):
     env.unwrapped.restore(snap)
     assert play(env) == original
     # The snapshot survives pickling and restores into a fresh instance.
-    fresh = gym.make(env_id, difficulty=difficulty)
+    fresh = gym.make(env_id, **kwargs)
     fresh.reset(seed=999)
     fresh.unwrapped.restore(pickle.loads(pickle.dumps(snap)))
     assert play(fresh) == original

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import socket
 import time
 import uuid
@@ -18,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from postgres_server import postgres_url
 
 pytest.importorskip("sqlalchemy")
 httpx = pytest.importorskip("httpx")
@@ -37,13 +37,7 @@ ENV_ID = "envgym/GuessNumber-v0"
 def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path_factory.mktemp('leaderboard') / 'lb.db'}"
-    url = os.environ.get("ENVGYM_TEST_POSTGRES_URL")
-    if not url:
-        why = "ENVGYM_TEST_POSTGRES_URL is not set (start one with scripts/postgres.sh)"
-        if os.environ.get("ENVGYM_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"ENVGYM_REQUIRE_POSTGRES=1 but {why}")
-        pytest.skip(why)
-    return url
+    return postgres_url()
 
 
 @pytest.fixture(scope="module")

@@ -7,15 +7,15 @@ past the bound, swap letters for look-alikes, forge the env's own feedback,
 tool results or a simulated user's turns, ask a user to confirm everything
 at once, copy the task's arithmetic into the answer, and, for code, forge
 the grader's results and return objects that equal everything
-(`grader_attacks.py`). Every id
-that `envgym.list_envs` lists plays its default difficulty on the same seeds
-with the random agent and with each cheat; a cheat must not succeed more
-often, nor earn a higher mean return, than the random agent (beyond a margin
-for chance on these few episodes), and must never succeed where the random
-agent never does in four times as many episodes. A cheat's return is held to
-the random agent's or to 0, whichever is higher: answering wrongly at once
-(0) is not paid more than it earns just because random play pays format
-penalties. A new env joins by registering. Holes found elsewhere
+(`grader_attacks.py`). Every id that `envgym.list_envs` lists plays its
+default difficulty (SQL-v0 every level, on SQLite and on PostgreSQL:
+`ON_ENGINES`) on the same seeds with the random agent and with each cheat; a
+cheat must not succeed more often, nor earn a higher mean return, than the
+random agent (beyond a margin for chance on these few episodes), and must
+never succeed where the random agent never does in four times as many
+episodes. A cheat's return is held to the random agent's or to 0, whichever is
+higher: answering wrongly at once (0) is not paid more than it earns just
+because random play pays format penalties. A new env joins by registering. Holes found elsewhere
 (`test_code_env.py`'s grader attacks, PythonMath's copied expressions) are
 cases here too where they apply to every env.
 """
@@ -31,6 +31,7 @@ from collections.abc import Callable
 import gymnasium as gym
 import pytest
 from grader_attacks import forgery
+from postgres_server import ON_POSTGRES, engine_kwargs
 
 import envgym
 from envgym.agents import make_agent
@@ -132,6 +133,20 @@ CHEATS: dict[str, Cheat] = {
 }
 
 IDS = [spec.id for spec in envgym.list_envs()]
+#: Beyond each id's default: SQL-v0 at every level, on SQLite and on the test
+#: PostgreSQL server (`engine_kwargs` puts its URL in; skipped without one, failed in CI).
+ON_ENGINES = [
+    ("envgym/SQL-v0", {"difficulty": level, **engine})
+    for engine in ({}, {"engine": ON_POSTGRES})
+    for level in ("easy", "medium", "hard")
+    if engine or level != "easy"
+]
+CASES = [(env_id, {}) for env_id in IDS] + ON_ENGINES
+
+
+def _case_id(case: tuple[str, dict]) -> str:
+    env_id, kwargs = case
+    return env_id + "".join(f"-{v if k != 'engine' else 'postgres'}" for k, v in kwargs.items())
 
 
 def _play(env: gym.Env, act: Callable[[str, dict, random.Random, int], str], episodes: int):
@@ -157,13 +172,13 @@ def _margin(cheat: list[float], baseline: list[float]) -> float:
     return CHANCE_SE * spread**0.5
 
 
-@pytest.fixture(scope="module", params=IDS)
+@pytest.fixture(scope="module", params=CASES, ids=_case_id)
 def baseline(request):
     """The env of an id and the random agent's (successes, mean return) on it."""
-    env_id = request.param
+    env_id, kwargs = request.param
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        env = gym.make(env_id)
+        env = gym.make(env_id, **engine_kwargs(kwargs))
     agents: dict[int, object] = {}
 
     def random_act(obs, info, rng, seed):

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from postgres_server import postgres_url
 
 from envgym.envs.sql.domains import (
     DOMAINS,
@@ -346,21 +347,11 @@ def test_a_huge_seed_builds() -> None:
     assert db.db_id == f"library-{2**63 + 5}"
 
 
-def _postgres_url() -> str:
-    url = os.environ.get("ENVGYM_TEST_POSTGRES_URL")
-    if not url:
-        why = "ENVGYM_TEST_POSTGRES_URL is not set (start one with scripts/postgres.sh)"
-        if os.environ.get("ENVGYM_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"ENVGYM_REQUIRE_POSTGRES=1 but {why}")
-        pytest.skip(why)
-    return url
-
-
 def test_postgresql_accepts_the_ddl_and_the_rows() -> None:
     """Each domain's DDL and indexes load into a schema of its own, a seed's rows
     insert with every foreign key enforced, and every name works unquoted."""
     sqlalchemy = pytest.importorskip("sqlalchemy")
-    engine = sqlalchemy.create_engine(_postgres_url())
+    engine = sqlalchemy.create_engine(postgres_url())
     try:
         with engine.connect() as conn:
             for domain in DOMAINS:

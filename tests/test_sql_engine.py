@@ -11,6 +11,7 @@ import os
 import sqlite3
 
 import pytest
+from postgres_server import postgres_url
 
 from envgym.envs.sql.engine import (
     MAX_SQL_CHARS,
@@ -21,8 +22,6 @@ from envgym.envs.sql.engine import (
     same_result,
 )
 from envgym.envs.sql.schema import Column, Database, ForeignKey, Schema, Table
-
-PG_URL = os.environ.get("ENVGYM_TEST_POSTGRES_URL", "")
 
 SCHEMA = Schema(
     name="clinic",
@@ -76,13 +75,12 @@ def build_database(db_id: str = "clinic-0") -> Database:
 
 
 DATABASE = build_database()
-NO_PG = "ENVGYM_TEST_POSTGRES_URL unset"
-ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.skipif(not PG_URL, reason=NO_PG))]
+ENGINES = ["sqlite", "postgres"]
 
 
 @pytest.fixture(scope="module")
 def pg_engine():
-    engine = make_engine(PG_URL)
+    engine = make_engine(postgres_url())
     yield engine
     engine.close()
 
@@ -343,7 +341,6 @@ PG_HOSTILE = {
 }
 
 
-@pytest.mark.skipif(not PG_URL, reason=NO_PG)
 @pytest.mark.parametrize("name", sorted(PG_HOSTILE))
 def test_postgres_refuses_hostile_queries(name, pg_engine):
     with pg_engine.session(DATABASE) as session:
@@ -367,11 +364,31 @@ def test_postgres_refuses_hostile_queries(name, pg_engine):
     untouched(pg_engine)
 
 
-@pytest.mark.skipif(not PG_URL, reason=NO_PG)
+def test_postgres_an_engine_dropped_without_close_closes_its_connections():
+    """A user who drops an env without ``close()`` leaves no connection open on
+    the server and gets no ResourceWarning from psycopg at garbage collection."""
+    import gc
+    import warnings
+
+    engine = make_engine(postgres_url())
+    with engine.session(DATABASE) as session:
+        assert session.run("SELECT COUNT(*) FROM patient").rows == [(300,)]
+    conns = list(engine._idle)
+    assert conns and not any(c.closed for c in conns)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del engine, session
+        gc.collect()
+    assert all(c.closed for c in conns)
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
 def test_postgres_sessions_see_only_their_own_schema(pg_engine):
     import psycopg
 
-    with psycopg.connect("postgresql://" + PG_URL.split("://", 1)[1], autocommit=True) as conn:
+    with psycopg.connect(
+        "postgresql://" + postgres_url().split("://", 1)[1], autocommit=True
+    ) as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS public.envgym_sql_secret (answer text)")
         conn.execute("INSERT INTO public.envgym_sql_secret VALUES ('gold')")
     other = build_database("clinic-other")
@@ -392,11 +409,12 @@ def test_postgres_sessions_see_only_their_own_schema(pg_engine):
             names = session.run("SELECT relname FROM pg_catalog.pg_class LIMIT 5")
             assert names.ok
     finally:
-        with psycopg.connect("postgresql://" + PG_URL.split("://", 1)[1], autocommit=True) as c:
+        with psycopg.connect(
+            "postgresql://" + postgres_url().split("://", 1)[1], autocommit=True
+        ) as c:
             c.execute("DROP TABLE IF EXISTS public.envgym_sql_secret")
 
 
-@pytest.mark.skipif(not PG_URL, reason=NO_PG)
 def test_postgres_pg_sleep_ends_at_the_time_limit_and_settings_do_not_last(pg_engine):
     with pg_engine.session(DATABASE) as session:
         slept = session.run("SELECT pg_sleep(30)", time_limit_s=0.3)
@@ -410,7 +428,6 @@ def test_postgres_pg_sleep_ends_at_the_time_limit_and_settings_do_not_last(pg_en
     untouched(pg_engine)
 
 
-@pytest.mark.skipif(not PG_URL, reason=NO_PG)
 def test_postgres_and_sqlite_agree_on_the_gold_queries(pg_engine):
     golds = [
         ("SELECT name, weight FROM patient WHERE weight IS NULL OR weight > 120", False),
@@ -447,7 +464,6 @@ def test_postgres_and_sqlite_agree_on_the_gold_queries(pg_engine):
     sqlite_session.close()
 
 
-@pytest.mark.skipif(not PG_URL, reason=NO_PG)
 def test_postgres_a_query_cannot_see_another_sessions_gold_query(pg_engine):
     gold = "SELECT name FROM patient WHERE age = 42 /* gold-marker */"
     with pg_engine.session(DATABASE) as env_side:
@@ -465,7 +481,6 @@ def test_postgres_a_query_cannot_see_another_sessions_gold_query(pg_engine):
             assert "gold-marker" not in repr(seen.rows), probe
 
 
-@pytest.mark.skipif(not PG_URL, reason=NO_PG)
 def test_postgres_loads_loose_sqlite_data(pg_engine):
     """Spider's databases put text in INTEGER columns and NULL in primary keys."""
     schema = Schema(

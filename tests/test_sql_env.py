@@ -6,19 +6,17 @@ scripts/postgres.sh)."""
 from __future__ import annotations
 
 import copy
-import os
 import pickle
 
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
+from postgres_server import postgres_url
 
 import envgym  # noqa: F401 - registers the ids
 from envgym.agents import make_agent
 
 LEVELS = ("easy", "medium", "hard")
-POSTGRES = os.environ.get("ENVGYM_TEST_POSTGRES_URL")
-needs_postgres = pytest.mark.skipif(not POSTGRES, reason="ENVGYM_TEST_POSTGRES_URL is not set")
 
 
 def play(env: gym.Env, agent_name: str, seed: int) -> tuple[float, dict]:
@@ -127,10 +125,9 @@ def test_the_env_passes_gymnasiums_check_and_a_bad_task_id_says_what_to_use():
     assert env.reset(options={"task_id": "library-hard-42"})[0] == obs
 
 
-@needs_postgres
 @pytest.mark.parametrize("level", LEVELS)
 def test_on_postgresql_the_oracle_matches_snapshots_work_and_hostile_queries_fail(level):
-    env = gym.make("envgym/SQL-v0", difficulty=level, engine=POSTGRES)
+    env = gym.make("envgym/SQL-v0", difficulty=level, engine=postgres_url())
     try:
         check_env(env.unwrapped, skip_render_check=True)
         for seed in range(20):

@@ -363,6 +363,14 @@ class PostgresEngine(Engine):
         for conn in idle:
             conn.close()
 
+    def __del__(self) -> None:
+        # An env dropped without close(): its idle connections close with it,
+        # rather than lingering on the server and warning at garbage collection.
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown, a half-built engine
+            pass
+
 
 def _redact(url: str) -> str:
     return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)

@@ -146,18 +146,26 @@ def acceptable(ctx: Context, cand: Candidate) -> bool:
     return True
 
 
-def generate_question(database: Database, rng: np.random.Generator, difficulty: str) -> Question:
-    """A question of ``difficulty`` about ``database`` with a checked gold query.
+def generate_question(
+    database: Database, rng: np.random.Generator, difficulty: str, shape: str | None = None
+) -> Question:
+    """A question of ``difficulty`` about ``database`` with a checked gold query;
+    with ``shape``, one of that shape of the difficulty (`SHAPES`).
 
-    Deterministic in ``rng``'s state. Raises ValueError for an unknown difficulty,
-    or when no shape of it yields a checked question (a schema without foreign
-    keys has no medium or hard questions, for instance).
+    Deterministic in ``rng``'s state. Raises ValueError for an unknown difficulty
+    or shape, or when no shape of it yields a checked question (a schema without
+    foreign keys has no medium or hard questions, for instance).
     """
     if difficulty not in SHAPES:
         raise ValueError(f"difficulty must be one of {sorted(SHAPES)}, not {difficulty!r}")
+    if shape is not None and shape not in SHAPES[difficulty]:
+        raise ValueError(
+            f"{difficulty} questions have the shapes {', '.join(SHAPES[difficulty])}; not {shape!r}"
+        )
     with _LOCK:
         ctx = _context(database)
-        shapes = list(SHAPES[difficulty])
+        wanted = [shape] if shape else list(SHAPES[difficulty])
+        shapes = list(wanted)
         for _ in range(SHAPE_DRAWS):
             shape = pick(rng, shapes)
             for _ in range(TRIES_PER_SHAPE):
@@ -175,7 +183,7 @@ def generate_question(database: Database, rng: np.random.Generator, difficulty: 
                 shapes.remove(shape)  # this database rarely answers it: try the others
     raise ValueError(
         f"no {difficulty} question found for database {database.db_id!r} after "
-        f"{SHAPE_DRAWS} shape draws: its schema may lack what {', '.join(SHAPES[difficulty])} "
+        f"{SHAPE_DRAWS} shape draws: its schema may lack what {', '.join(wanted)} "
         "need (foreign keys, numeric, date or category columns, rows)"
     )
 
