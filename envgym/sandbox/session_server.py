@@ -1,0 +1,431 @@
+"""The in-sandbox side of a `envgym.sandbox.session.Session`: a shell server.
+
+Never imported by envgym: the host reads this file's text and starts it as
+``python3 -I -u -c <text> [--connect PATH] ...`` as the container's (or
+bubblewrap's) command, so sessions need neither an image rebuild nor a
+change to the job runner. It runs on any Python 3.9+ with only the standard
+library, as PID 1 of the sandbox's PID namespace (it refuses to start
+otherwise: ``kill(-1)`` must reach only the sandbox).
+
+Protocol: the host writes one JSON object per line (a request with a
+``nonce``); the server answers each with a header line ``<nonce> <length>``
+and then ``length`` bytes of JSON. A command's output travels inside that
+JSON, so nothing a command prints can end its reply early or change its exit
+status; commands never hold the server's channel (their stdin is /dev/null,
+their stdout and stderr a pipe the server reads), and the server is not
+dumpable, so a command cannot open its descriptors under /proc either.
+
+Each command is a fresh ``bash`` started in the session's working directory
+with the session's exported variables; an EXIT trap writes the new working
+directory and ``env -0`` to a pipe on descriptor 199, which becomes the state
+of the next command. When the shell exits (or its time is up) every other
+process of the sandbox is killed and reaped, so nothing a command leaves in
+the background lives on, and the CPU time of all of them is counted
+(``RUSAGE_CHILDREN``) against the session's CPU budget.
+"""
+
+import base64
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import stat
+import sys
+import tarfile
+import time
+
+WORK = "/work"
+SCRATCH = ("/tmp", "/dev/shm")
+STATE_FD = 199
+MAX_STATE = 256 * 1024
+INITIAL_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "HOME": WORK,
+    "SHELL": "/bin/bash",
+    "TERM": "dumb",
+    "USER": "nobody",
+}
+DROPPED_VARS = ("_", "SHLVL")
+# The EXIT trap writes the working directory and the exported variables, with
+# builtins only (no fork), each ending in a NUL.
+WRAPPER = r"""trap '__envgym_rc=$?; {
+printf "%s\0" "$PWD"
+for __envgym_v in $(compgen -e); do printf "%s=%s\0" "$__envgym_v" "${!__envgym_v}"; done
+} >&199 2>/dev/null; exit $__envgym_rc' EXIT
+__envgym_cmd=$1; set --; eval "$__envgym_cmd"
+"""
+OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
+
+
+def set_dumpable(value):
+    """PR_SET_DUMPABLE: 0 keeps same-uid processes out of /proc/<pid>/fd and ptrace."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def oom_kills():
+    for path in OOM_COUNTERS:
+        try:
+            with open(path) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def cpu_used():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def kill_all(limit_s=5.0):
+    """Kill and reap every process but this one (PID 1); False if some would not go."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+
+
+def inside(path):
+    """The real path of ``path`` (relative to the work dir) when it stays inside it."""
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise ValueError("a path must be a non-empty string")
+    full = os.path.realpath(os.path.join(WORK, path))
+    if full != WORK and not full.startswith(WORK + os.sep):
+        raise ValueError(f"{path!r} is outside the work directory {WORK}")
+    return full
+
+
+def empty_folder(folder):
+    def retry(function, path, _):
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, 0o700)
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+    try:
+        os.chmod(folder, 0o1777 if folder != WORK else 0o755)
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            try:
+                os.chmod(path, 0o700)
+            except OSError:
+                pass
+            shutil.rmtree(path, onerror=retry)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+class Server:
+    def __init__(self, rfile, write, max_processes, file_mb):
+        self.rfile, self.write = rfile, write
+        self.max_processes, self.file_mb = max_processes, file_mb
+        self.cwd, self.env = WORK, dict(INITIAL_ENV)
+
+    def reply(self, nonce, body):
+        data = json.dumps(body).encode()
+        self.write(f"{nonce} {len(data)}\n".encode() + data)
+
+    def serve(self):
+        self.write(b'{"ready": true}\n')
+        for line in iter(self.rfile.readline, b""):
+            request = json.loads(line)
+            nonce = str(request.get("nonce", ""))
+            try:
+                body = getattr(self, "op_" + request["op"])(request)
+            except (ValueError, OSError, tarfile.TarError) as exc:
+                body = {"error": f"{type(exc).__name__}: {exc}"}
+            self.reply(nonce, body)
+
+    # -- operations ---------------------------------------------------------
+    def op_exec(self, request):
+        used = cpu_used()
+        budget = float(request["cpu_s"])
+        if used >= budget:
+            return {"exhausted": True, "cpu_s_used": used}
+        cap = int(request["output_bytes"])
+        started = time.monotonic()
+        deadline = started + float(request["timeout_s"])
+        oom_before = oom_kills()
+        out_r, out_w = os.pipe()
+        state_r, state_w = os.pipe()
+        pid = self.spawn(request["command"], out_w, state_w, budget - used)
+        os.close(out_w)
+        os.close(state_w)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            pidfd = None
+        out, state, total = bytearray(), bytearray(), 0
+        open_fds = [out_r, state_r]
+        status, timed_out, clean = None, False, None
+        while True:
+            if status is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out, clean = True, kill_all()
+                    try:
+                        status = os.waitpid(pid, 0)[1]
+                    except ChildProcessError:
+                        status = 9  # reaped by kill_all
+                    continue
+                if pidfd is None:
+                    done, raw = os.waitpid(pid, os.WNOHANG)
+                    status = raw if done else None
+                    wait, timeout = open_fds, min(remaining, 0.002)
+                else:
+                    wait, timeout = [*open_fds, pidfd], remaining
+            else:
+                if clean is None:
+                    clean = kill_all()  # what it left in the background; their pipes close
+                if not open_fds:
+                    break
+                wait, timeout = open_fds, 1.0
+            if status is not None and pidfd is None and clean is None:
+                continue
+            ready, _, _ = select.select(wait, [], [], timeout)
+            if not ready and status is not None:
+                break  # every writer is dead, so nothing more can come
+            for fd in ready:
+                if fd == pidfd:
+                    status = os.waitpid(pid, 0)[1]
+                    continue
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    open_fds.remove(fd)
+                    os.close(fd)
+                elif fd == out_r:
+                    total += len(chunk)
+                    if len(out) < cap:
+                        out += chunk[: cap - len(out)]
+                elif len(state) <= MAX_STATE:
+                    state += chunk
+        for fd in open_fds:
+            os.close(fd)
+        if pidfd is not None:
+            os.close(pidfd)
+        if not timed_out:
+            self.take_state(bytes(state))
+        oom_after = oom_kills()
+        return {
+            "output": base64.b64encode(bytes(out)).decode(),
+            "output_bytes": total,
+            "exit_code": -signal.SIGKILL if timed_out else os.waitstatus_to_exitcode(status),
+            "timed_out": timed_out,
+            "duration_s": time.monotonic() - started,
+            "cpu_s_used": cpu_used(),
+            "memory_exceeded": bool(
+                oom_before is not None and oom_after is not None and oom_after > oom_before
+            ),
+            "clean": clean,
+        }
+
+    def spawn(self, command, out_w, state_w, cpu_left):
+        devnull = os.open("/dev/null", os.O_RDONLY)
+        cwd = self.cwd if os.path.isdir(self.cwd) else WORK
+        argv = ["/bin/bash", "--noprofile", "--norc", "-c", WRAPPER, "envgym", command]
+        env = {**self.env, "PWD": cwd}
+        pid = os.fork()
+        if pid == 0:  # the command's shell
+            try:
+                os.setsid()
+                os.dup2(devnull, 0)
+                os.dup2(out_w, 1)
+                os.dup2(out_w, 2)
+                os.dup2(state_w, STATE_FD)
+                set_dumpable(1)  # (exec would too) so this process may raise its own score
+                try:
+                    with open("/proc/self/oom_score_adj", "w") as f:
+                        f.write("1000")  # an out-of-memory kill takes a command, not the server
+                except OSError:
+                    pass
+                limits = [
+                    (resource.RLIMIT_CPU, max(1, int(cpu_left + 0.999))),
+                    (resource.RLIMIT_CORE, 0),
+                    (resource.RLIMIT_FSIZE, self.file_mb * 1024 * 1024),
+                ]
+                if self.max_processes:
+                    limits.append((resource.RLIMIT_NPROC, self.max_processes))
+                for kind, value in limits:
+                    resource.setrlimit(kind, (value, value))
+                signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+                os.chdir(cwd)
+                os.execve(argv[0], argv, env)
+            except BaseException as exc:
+                os.write(2, f"envgym: the command could not start: {exc!r}\n".encode())
+            finally:
+                os._exit(127)
+        os.close(devnull)
+        return pid
+
+    def take_state(self, raw):
+        if not raw or len(raw) > MAX_STATE:
+            return  # the trap did not run (or was replaced): keep the last state
+        parts = raw.split(b"\0")
+        cwd = parts[0].decode(errors="replace")
+        env = {}
+        for item in parts[1:]:
+            key, sep, value = item.decode(errors="replace").partition("=")
+            if sep and key and key not in DROPPED_VARS and not key.startswith("__envgym"):
+                env[key] = value
+        self.cwd = cwd if os.path.isabs(cwd) else WORK
+        self.env = env
+
+    def op_write(self, request):
+        full = inside(request["path"])
+        if full == WORK:
+            raise ValueError("write_file needs a file name, not the work directory")
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "wb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ValueError(f"{request['path']!r} is not a regular file")
+            f.write(base64.b64decode(request["b64"]))
+        if request.get("mode") is not None:
+            os.chmod(full, int(request["mode"]) & 0o777)
+        return {"ok": True}
+
+    def op_read(self, request):
+        full = inside(request["path"])
+        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ValueError(f"{request['path']!r} is not a regular file")
+            data = f.read(int(request["max_bytes"]))
+        return {"b64": base64.b64encode(data).decode(), "size": os.path.getsize(full)}
+
+    def op_snapshot(self, request):
+        kill_all()
+        path = "/tmp/.envgym-snapshot.tar"
+        try:
+            with tarfile.open(path, "w") as tar:
+                for name in sorted(os.listdir(WORK)):
+                    tar.add(os.path.join(WORK, name), arcname=name, filter=_plain)
+            with open(path, "rb") as f:
+                tree = f.read()
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        return {"tree": base64.b64encode(tree).decode(), "cwd": self.cwd, "env": self.env}
+
+    def op_restore(self, request):
+        if not kill_all():
+            return {"error": "processes of the session would not end", "broken": True}
+        for folder in (WORK, *SCRATCH):
+            empty_folder(folder)
+        if os.listdir(WORK):
+            return {"error": "the work directory could not be emptied", "broken": True}
+        path = "/tmp/.envgym-restore.tar"
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(request["tree"]))
+        try:
+            with tarfile.open(path) as tar:
+                for member in tar.getmembers():
+                    _extract(tar, member)
+        finally:
+            os.unlink(path)
+        state = request.get("state") or {}
+        self.cwd = str(state.get("cwd") or WORK)
+        self.env = {str(k): str(v) for k, v in (state.get("env") or INITIAL_ENV).items()}
+        return {"ok": True}
+
+
+def _plain(info):
+    """Snapshot members: files, folders and links only; no owner names."""
+    if not (info.isfile() or info.isdir() or info.issym() or info.islnk()):
+        return None
+    info.uname = info.gname = ""
+    return info
+
+
+def _extract(tar, member):
+    name = member.name.lstrip("/")
+    while name.startswith("./"):
+        name = name[2:]
+    if not name or name == "." or ".." in name.split("/"):
+        return
+    if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+        return
+    parent = os.path.dirname(os.path.join(WORK, name))
+    real = os.path.realpath(parent)
+    if real != WORK and not real.startswith(WORK + os.sep):
+        return
+    if member.islnk() and (member.linkname.startswith("/") or ".." in member.linkname.split("/")):
+        return
+    member.name = name
+    member.mode &= 0o777
+    if member.isdir():
+        member.mode |= 0o700
+    member.uid = member.gid = os.getuid()
+    tar.extract(member, WORK, set_attrs=not member.issym())
+
+
+def main(argv):
+    if os.getpid() != 1:
+        sys.exit("the session server must be PID 1 of its own PID namespace")
+    set_dumpable(0)
+    max_processes = file_mb = 0
+    connect = None
+    args = list(argv)
+    while args:
+        flag, value = args.pop(0), args.pop(0)
+        if flag == "--connect":
+            connect = value
+        elif flag == "--max-processes":
+            max_processes = int(value)
+        elif flag == "--file-mb":
+            file_mb = int(value)
+    os.chdir(WORK)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if connect:
+        import socket
+
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(connect)
+        Server(sock.makefile("rb"), sock.sendall, max_processes, file_mb).serve()
+    else:
+        out = sys.stdout.buffer
+
+        def write(data):
+            out.write(data)
+            out.flush()
+
+        Server(sys.stdin.buffer, write, max_processes, file_mb).serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
