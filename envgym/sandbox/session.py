@@ -181,7 +181,9 @@ def _docker_box(limits: Limits):
             command = ["python3", *_server_command(None, self.limits.work_mb)]
             if folder is not None:
                 command += ["--connect", f"{CHANNEL_MOUNT}/{CHANNEL_SOCKET}"]
-            return {**kwargs, "command": command}
+            # Programs the agent writes in /work and /tmp must run (docker's tmpfs is noexec).
+            tmpfs = {path: f"{options},exec" for path, options in kwargs["tmpfs"].items()}
+            return {**kwargs, "command": command, "tmpfs": tmpfs}
 
     return DockerSessionBox(limits)
 
@@ -335,7 +337,9 @@ class Session:
             "output_bytes": self.limits.output_bytes,
             "cpu_s": self.limits.cpu_s,
         }
+        oom_before = self._box._oom_kills()  # bwrap's cgroup, read by the host
         reply = self._call(request, timeout_s + GRACE_S)
+        oom_after = self._box._oom_kills()
         if reply.get("exhausted"):
             raise SessionExhausted(
                 f"this session has used its {self.limits.cpu_s:g} CPU seconds "
@@ -351,7 +355,10 @@ class Session:
                 f"\n[envgym: output cut: the command wrote {reply['output_bytes']} bytes, "
                 f"the first {self.limits.output_bytes} are shown]\n"
             )
-        if reply["memory_exceeded"]:
+        memory_exceeded = reply["memory_exceeded"] or (
+            oom_before is not None and oom_after is not None and oom_after > oom_before
+        )
+        if memory_exceeded:
             output += (
                 f"\n[envgym: a process was killed: the session's processes together used more "
                 f"than its memory limit of {self.limits.memory_mb} MB]\n"
@@ -364,7 +371,7 @@ class Session:
             timed_out=reply["timed_out"],
             duration_s=reply["duration_s"],
             truncated=truncated,
-            memory_exceeded=reply["memory_exceeded"],
+            memory_exceeded=memory_exceeded,
             cpu_s_used=reply["cpu_s_used"],
         )
 

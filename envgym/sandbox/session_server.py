@@ -40,6 +40,8 @@ WORK = "/work"
 SCRATCH = ("/tmp", "/dev/shm")
 STATE_FD = 199
 MAX_STATE = 256 * 1024
+#: The kernel's CPU accounting ends a process at its RLIMIT_CPU a little short of it.
+CPU_SLACK_S = 0.05
 INITIAL_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
@@ -51,12 +53,11 @@ INITIAL_ENV = {
 DROPPED_VARS = ("_", "SHLVL")
 # The EXIT trap writes the working directory and the exported variables, with
 # builtins only (no fork), each ending in a NUL.
-WRAPPER = r"""trap '__envgym_rc=$?; {
-printf "%s\0" "$PWD"
-for __envgym_v in $(compgen -e); do printf "%s=%s\0" "$__envgym_v" "${!__envgym_v}"; done
-} >&199 2>/dev/null; exit $__envgym_rc' EXIT
-__envgym_cmd=$1; set --; eval "$__envgym_cmd"
-"""
+WRAPPER = (
+    'trap \'__envgym_rc=$?; { printf "%s\\0" "$PWD"; for __envgym_v in $(compgen -e); do '
+    'printf "%s=%s\\0" "$__envgym_v" "${!__envgym_v}"; done; } >&199 2>/dev/null; '
+    'exit $__envgym_rc\' EXIT; __envgym_cmd=$1; set --; eval "$__envgym_cmd"'
+)
 OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
 
 
@@ -129,7 +130,10 @@ def empty_folder(folder):
             pass
 
     try:
-        os.chmod(folder, 0o1777 if folder != WORK else 0o755)
+        os.chmod(folder, 0o755 if folder == WORK else 0o1777)  # undo a chmod of the folder
+    except OSError:
+        pass  # not ours (docker's tmpfs is root's, mode 1777)
+    try:
         names = os.listdir(folder)
     except OSError:
         return
@@ -173,7 +177,7 @@ class Server:
     def op_exec(self, request):
         used = cpu_used()
         budget = float(request["cpu_s"])
-        if used >= budget:
+        if used >= budget - CPU_SLACK_S:
             return {"exhausted": True, "cpu_s_used": used}
         cap = int(request["output_bytes"])
         started = time.monotonic()
@@ -255,7 +259,7 @@ class Server:
     def spawn(self, command, out_w, state_w, cpu_left):
         devnull = os.open("/dev/null", os.O_RDONLY)
         cwd = self.cwd if os.path.isdir(self.cwd) else WORK
-        argv = ["/bin/bash", "--noprofile", "--norc", "-c", WRAPPER, "envgym", command]
+        argv = ["/bin/bash", "--noprofile", "--norc", "-c", WRAPPER, "bash", command]
         env = {**self.env, "PWD": cwd}
         pid = os.fork()
         if pid == 0:  # the command's shell
