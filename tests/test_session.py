@@ -265,3 +265,40 @@ def test_the_pool_hands_out_fresh_sessions_only(backend):
         r = second.exec('ls; cat task.txt; echo "[${LEFT:-}]"; ls /tmp')
         assert r.output == "task.txt\nepisode 2[]\n"
         second.close()
+
+
+def test_snapshots_keep_modes_and_links_and_feed_the_grader(backend):
+    """The tree is what the trusted grader takes: modes, links and files the
+    agent made unreadable included; a restore puts them back."""
+    with session(backend) as s:
+        script = "#!/bin/sh\necho ran\n"
+        s.write_file("bin/run.sh", script, mode=0o755)
+        r = s.exec(
+            "./bin/run.sh && mkdir locked && echo in > locked/f && chmod 000 locked/f "
+            "&& chmod 500 locked && ln -s bin/run.sh link && (chmod 000 . 2>/dev/null || true)"
+        )
+        assert r.output == "ran\n"
+        snap = s.snapshot()
+        with tarfile.open(fileobj=io.BytesIO(snap.tree)) as tar:
+            members = {m.name: m for m in tar.getmembers()}
+            assert members["locked"].mode & 0o777 == 0o500
+            assert members["locked/f"].mode & 0o777 == 0
+            assert members["bin/run.sh"].mode & 0o777 == 0o755
+            assert members["link"].issym() and members["link"].linkname == "bin/run.sh"
+            assert tar.extractfile("locked/f").read() == b"in\n"
+        s.exec("chmod 755 /work locked 2>/dev/null; chmod 644 locked/f; rm -r locked bin")
+        s.restore(snap)
+        r = s.exec("stat -c '%a %n' locked locked/f bin/run.sh; ./link")
+        assert r.output == "500 locked\n0 locked/f\n755 bin/run.sh\nran\n"
+
+
+def test_a_snapshot_tree_is_what_the_trusted_grader_checks(backend):
+    from envgym.envs.terminal.grade import run_checks
+    from envgym.envs.terminal.task import Check
+    from envgym.sandbox import open_sandbox
+
+    check = Check("answer", "import sys; sys.exit(open('out/answer.txt').read() != '42\\n')")
+    with session(backend) as s, open_sandbox(backend, timeout_s=10) as box:
+        assert not run_checks(box, s.snapshot().tree, [check])[0].passed
+        s.exec("mkdir out && echo 42 > out/answer.txt")
+        assert run_checks(box, s.snapshot().tree, [check])[0].passed

@@ -25,6 +25,7 @@ the background lives on, and the CPU time of all of them is counted
 """
 
 import base64
+import io
 import json
 import os
 import resource
@@ -332,19 +333,14 @@ class Server:
 
     def op_snapshot(self, request):
         kill_all()
-        path = "/tmp/.envgym-snapshot.tar"
-        try:
-            with tarfile.open(path, "w") as tar:
+        buffer = io.BytesIO()  # in memory: a full /tmp must not stop a snapshot
+        work_mode = stat.S_IMODE(os.stat(WORK).st_mode)
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            with _Readable(WORK, work_mode, stat.S_IRUSR | stat.S_IXUSR):
                 for name in sorted(os.listdir(WORK)):
-                    tar.add(os.path.join(WORK, name), arcname=name, filter=_plain)
-            with open(path, "rb") as f:
-                tree = f.read()
-        finally:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-        return {"tree": base64.b64encode(tree).decode(), "cwd": self.cwd, "env": self.env}
+                    _add(tar, os.path.join(WORK, name), name)
+        tree = base64.b64encode(buffer.getvalue()).decode()
+        return {"tree": tree, "cwd": self.cwd, "env": self.env}
 
     def op_restore(self, request):
         if not kill_all():
@@ -353,49 +349,75 @@ class Server:
             empty_folder(folder)
         if os.listdir(WORK):
             return {"error": "the work directory could not be emptied", "broken": True}
-        path = "/tmp/.envgym-restore.tar"
-        with open(path, "wb") as f:
-            f.write(base64.b64decode(request["tree"]))
-        try:
-            with tarfile.open(path) as tar:
-                for member in tar.getmembers():
-                    _extract(tar, member)
-        finally:
-            os.unlink(path)
+        folders = []
+        with tarfile.open(fileobj=io.BytesIO(base64.b64decode(request["tree"]))) as tar:
+            for member in tar.getmembers():
+                mode = _extract(tar, member)
+                if mode is not None:
+                    folders.append((os.path.join(WORK, member.name), mode))
+        for path, mode in reversed(folders):  # deepest first, once their files are in
+            os.chmod(path, mode)
         state = request.get("state") or {}
         self.cwd = str(state.get("cwd") or WORK)
         self.env = {str(k): str(v) for k, v in (state.get("env") or INITIAL_ENV).items()}
         return {"ok": True}
 
 
-def _plain(info):
-    """Snapshot members: files, folders and links only; no owner names."""
-    if not (info.isfile() or info.isdir() or info.issym() or info.islnk()):
-        return None
+class _Readable:
+    """Lets this (owning) process read ``path`` whatever its mode, then puts the mode back."""
+
+    def __init__(self, path, mode, needs):
+        self.path, self.mode, self.needs = path, mode, needs
+
+    def __enter__(self):
+        if self.mode & self.needs != self.needs:
+            os.chmod(self.path, self.mode | self.needs)
+
+    def __exit__(self, *exc):
+        if self.mode & self.needs != self.needs:
+            os.chmod(self.path, self.mode)
+
+
+def _add(tar, path, arcname):
+    """Add ``path`` to a snapshot: files, folders and links (no devices, fifos,
+    sockets), with their modes, even those the agent made unreadable."""
+    info = tar.gettarinfo(path, arcname)
+    if not (info.isreg() or info.isdir() or info.issym() or info.islnk()):
+        return
     info.uname = info.gname = ""
-    return info
+    mode = stat.S_IMODE(os.lstat(path).st_mode)
+    if info.isreg():
+        with _Readable(path, mode, stat.S_IRUSR), open(path, "rb") as f:
+            tar.addfile(info, f)
+    elif info.isdir():
+        tar.addfile(info)
+        with _Readable(path, mode, stat.S_IRUSR | stat.S_IXUSR):
+            for name in sorted(os.listdir(path)):
+                _add(tar, os.path.join(path, name), arcname + "/" + name)
+    else:
+        tar.addfile(info)
 
 
 def _extract(tar, member):
+    """Extract one member inside the work dir (or skip it); a folder's mode is
+    returned to be set once its contents are in."""
     name = member.name.lstrip("/")
     while name.startswith("./"):
         name = name[2:]
     if not name or name == "." or ".." in name.split("/"):
-        return
-    if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
-        return
-    parent = os.path.dirname(os.path.join(WORK, name))
-    real = os.path.realpath(parent)
+        return None
+    if not (member.isreg() or member.isdir() or member.issym() or member.islnk()):
+        return None
+    real = os.path.realpath(os.path.dirname(os.path.join(WORK, name)))
     if real != WORK and not real.startswith(WORK + os.sep):
-        return
+        return None
     if member.islnk() and (member.linkname.startswith("/") or ".." in member.linkname.split("/")):
-        return
+        return None
     member.name = name
-    member.mode &= 0o777
-    if member.isdir():
-        member.mode |= 0o700
-    member.uid = member.gid = os.getuid()
+    mode = member.mode & 0o777
+    member.mode = (mode | 0o700) if member.isdir() else mode
     tar.extract(member, WORK, set_attrs=not member.issym())
+    return mode if member.isdir() else None
 
 
 def main(argv):
