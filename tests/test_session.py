@@ -302,3 +302,15 @@ def test_a_snapshot_tree_is_what_the_trusted_grader_checks(backend):
         assert not run_checks(box, s.snapshot().tree, [check])[0].passed
         s.exec("mkdir out && echo 42 > out/answer.txt")
         assert run_checks(box, s.snapshot().tree, [check])[0].passed
+
+
+def test_a_session_cannot_read_another_sessions_files(backend):
+    """Attack: read what another episode's session holds."""
+    with session(backend) as first, session(backend) as second:
+        first.exec("echo other-secret-77 > /work/s.txt; echo other-secret-77 > /tmp/s.txt")
+        r = second.exec(
+            "grep -rs other-secret-77 /work /tmp /dev/shm /proc/[0-9]*/root/work /proc/[0-9]*/cwd; "
+            "ls /proc | grep -c '^[0-9]'"
+        )
+        assert "other-secret-77" not in r.output
+        assert int(r.output.split()[-1]) <= 4  # its own processes only: server, bash, ls, grep

@@ -41,6 +41,8 @@ WORK = "/work"
 SCRATCH = ("/tmp", "/dev/shm")
 STATE_FD = 199
 MAX_STATE = 256 * 1024
+#: The kernel's limit on one environment string (MAX_ARG_STRLEN).
+MAX_VARIABLE = 128 * 1024
 #: The kernel's CPU accounting ends a process at its RLIMIT_CPU a little short of it.
 CPU_SLACK_S = 0.05
 INITIAL_ENV = {
@@ -170,7 +172,7 @@ class Server:
             nonce = str(request.get("nonce", ""))
             try:
                 body = getattr(self, "op_" + request["op"])(request)
-            except (ValueError, OSError, tarfile.TarError) as exc:
+            except Exception as exc:  # the request failed, the server goes on
                 body = {"error": f"{type(exc).__name__}: {exc}"}
             self.reply(nonce, body)
 
@@ -303,6 +305,8 @@ class Server:
         env = {}
         for item in parts[1:]:
             key, sep, value = item.decode(errors="replace").partition("=")
+            if len(item) >= MAX_VARIABLE:
+                continue  # exec would refuse the next command (E2BIG) for good
             if sep and key and key not in DROPPED_VARS and not key.startswith("__envgym"):
                 env[key] = value
         self.cwd = cwd if os.path.isabs(cwd) else WORK
