@@ -9,6 +9,9 @@ from __future__ import annotations
 import gc
 import io
 import os
+import socket
+import subprocess
+import sys
 import tarfile
 
 import pytest
@@ -96,24 +99,38 @@ def test_forged_reply_frames_change_nothing(backend):
         r = s.exec(f"printf '{fake}\\n'; printf '{{\"ready\": true}}\\n'; exit 7")
         assert r.exit_code == 7 and r.output.startswith('"nonce" 45')
         # The server is not dumpable: no command reaches its descriptors.
-        r = s.exec("echo 'ready 2' > /proc/1/fd/1 || echo refused; cat /proc/1/fd/0 || true")
-        assert "refused" in r.output
+        r = s.exec(
+            "echo 'ready 2' > /proc/1/fd/1 || echo refused; cat /proc/1/fd/0 /proc/1/environ; "
+            "cat /proc/1/mem || true"
+        )
+        assert "refused" in r.output and r.output.count("Permission denied") == 4
         assert s.exec("kill -9 1; echo still").output.endswith("still\n")
         assert s.exec("echo next").output == "next\n"
 
 
 def test_no_network_non_root_and_a_read_only_system(backend):
-    with session(backend) as s:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    with session(backend) as s, listener:
         assert s.exec("id -u").output == "65534\n"
         probe = (
             "import socket\n"
-            "try:\n"
-            "    socket.create_connection(('1.1.1.1', 53), timeout=2); print('connected')\n"
-            "except OSError as e:\n"
-            "    print('no network')\n"
+            "print(sorted(name for _, name in socket.if_nameindex()))\n"
+            "for host in ('1.1.1.1', '127.0.0.1'):\n"
+            "    try:\n"
+            f"        socket.create_connection((host, {port}), timeout=2); print('connected')\n"
+            "    except OSError as e:\n"
+            "        print('no network')\n"
         )
         s.write_file("probe.py", probe)
-        assert s.exec("python3 probe.py").output == "no network\n"
+        assert s.exec("python3 probe.py").output == "['lo']\nno network\nno network\n"
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing arrived on the host's loopback
+        r = s.exec("unshare -U true 2>/dev/null && echo userns; ls /run/envgym 2>/dev/null; true")
+        assert r.output == ""  # no user namespace, no channel socket left to find
         for path in ("/etc/x", "/usr/x", "/x", "/opt/envgym/x"):
             assert s.exec(f"echo x > {path}").exit_code != 0, path
 
@@ -314,3 +331,24 @@ def test_a_session_cannot_read_another_sessions_files(backend):
         )
         assert "other-secret-77" not in r.output
         assert int(r.output.split()[-1]) <= 4  # its own processes only: server, bash, ls, grep
+
+
+def test_a_session_left_open_is_gone_when_its_interpreter_exits(backend):
+    code = (
+        "from envgym.sandbox import open_session\n"
+        f"s = open_session({backend!r})\n"
+        "s.exec('sleep 100 &')\n"
+        "box = s._box\n"
+        "print(box.container.id if box.backend == 'docker' else box._proc.pid)\n"
+        "import os; os.environ['KEEP'] = str(s)  # still referenced at exit\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    ident = done.stdout.strip()
+    if backend == "docker":
+        from envgym.sandbox.images import docker_client
+
+        assert docker_client().containers.list(all=True, filters={"id": ident}) == []
+    else:
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(ident), 0)

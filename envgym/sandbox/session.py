@@ -19,7 +19,8 @@ working directory and exported variables. What does not: shell options,
 aliases, functions (unless exported with ``export -f``) and unexported
 variables, and processes: when a command ends (or its time is up) every
 process it left behind, ``nohup`` and ``setsid`` ones too, is killed, so
-nothing runs between commands and nothing outlives the session.
+nothing runs between commands and nothing outlives the session. A command
+that runs out of time keeps the working directory and variables from before it.
 
 Limits (`SessionLimits`): per command, a time limit (the whole sandbox but
 its server is killed, and the session goes on) and an output cap; for the
