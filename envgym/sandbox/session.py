@@ -40,6 +40,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import secrets
 import tarfile
 import threading
@@ -184,7 +185,9 @@ def _docker_box(limits: Limits):
                 command += ["--connect", f"{CHANNEL_MOUNT}/{CHANNEL_SOCKET}"]
             # Programs the agent writes in /work and /tmp must run (docker's tmpfs is noexec).
             tmpfs = {path: f"{options},exec" for path, options in kwargs["tmpfs"].items()}
-            return {**kwargs, "command": command, "tmpfs": tmpfs}
+            # The runner's share beside the jobs' quota, within what the machine has.
+            nano_cpus = min(kwargs["nano_cpus"], (os.cpu_count() or 1) * 10**9)
+            return {**kwargs, "command": command, "tmpfs": tmpfs, "nano_cpus": nano_cpus}
 
     return DockerSessionBox(limits)
 
@@ -363,6 +366,11 @@ class Session:
             output += (
                 f"\n[envgym: a process was killed: the session's processes together used more "
                 f"than its memory limit of {self.limits.memory_mb} MB]\n"
+            )
+        if reply.get("cpu_out"):
+            output += (
+                f"\n[envgym: the command was killed: the session used its "
+                f"{self.limits.cpu_s:g} CPU seconds]\n"
             )
         if reply["timed_out"]:
             output += f"\n[envgym: the command ran out of time ({timeout_s:g} s) and was killed]\n"

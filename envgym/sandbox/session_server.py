@@ -45,6 +45,9 @@ MAX_STATE = 256 * 1024
 MAX_VARIABLE = 128 * 1024
 #: The kernel's CPU accounting ends a process at its RLIMIT_CPU a little short of it.
 CPU_SLACK_S = 0.05
+#: How often the CPU time of a running command's processes is summed (seconds).
+CPU_POLL_S = 0.1
+TICKS = os.sysconf("SC_CLK_TCK")
 INITIAL_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
@@ -90,6 +93,20 @@ def oom_kills():
 def cpu_used():
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def live_cpu():
+    """CPU seconds of the processes alive now (and of the children they reaped)."""
+    total = 0
+    for name in os.listdir("/proc"):
+        if name.isdigit() and name != "1":
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+            except (OSError, IndexError, ValueError):
+                pass
+    return total / TICKS
 
 
 def kill_all(limit_s=5.0):
@@ -197,17 +214,23 @@ class Server:
             pidfd = None
         out, state, total = bytearray(), bytearray(), 0
         open_fds = [out_r, state_r]
-        status, timed_out, clean = None, False, None
+        status, timed_out, cpu_out, clean = None, False, False, None
+        next_cpu_check = started + CPU_POLL_S
         while True:
             if status is None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    timed_out, clean = True, kill_all()
+                now = time.monotonic()
+                remaining = deadline - now
+                if now >= next_cpu_check:
+                    next_cpu_check = now + CPU_POLL_S
+                    cpu_out = cpu_used() + live_cpu() >= budget
+                if remaining <= 0 or cpu_out:
+                    timed_out, clean = not cpu_out, kill_all()
                     try:
                         status = os.waitpid(pid, 0)[1]
                     except ChildProcessError:
                         status = 9  # reaped by kill_all
                     continue
+                remaining = min(remaining, next_cpu_check - now)
                 if pidfd is None:
                     done, raw = os.waitpid(pid, os.WNOHANG)
                     status = raw if done else None
@@ -243,14 +266,15 @@ class Server:
             os.close(fd)
         if pidfd is not None:
             os.close(pidfd)
-        if not timed_out:
+        if not (timed_out or cpu_out):
             self.take_state(bytes(state))
         oom_after = oom_kills()
         return {
             "output": base64.b64encode(bytes(out)).decode(),
             "output_bytes": total,
-            "exit_code": -signal.SIGKILL if timed_out else os.waitstatus_to_exitcode(status),
+            "exit_code": -9 if timed_out or cpu_out else os.waitstatus_to_exitcode(status),
             "timed_out": timed_out,
+            "cpu_out": cpu_out,
             "duration_s": time.monotonic() - started,
             "cpu_s_used": cpu_used(),
             "memory_exceeded": bool(
