@@ -277,6 +277,8 @@ def test_the_pool_hands_out_fresh_sessions_only(backend):
         first = pool.take(files={"task.txt": "episode 1"})
         assert first.exec("cat task.txt").output == "episode 1"
         first.exec("echo junk > left.txt; export LEFT=1; echo t > /tmp/left")
+        with first.fork(pool) as copy:  # a fork from the pool: a fresh session, restored
+            assert copy.exec('cat left.txt; echo "[$LEFT]"').output == "junk\n[1]\n"
         first.close()
         second = pool.take(files={"task.txt": "episode 2"})
         assert second is not first

@@ -439,10 +439,13 @@ class Session:
         request = {"op": "restore", "tree": base64.b64encode(tree).decode(), "state": state}
         self._raise_for(self._call(request, OPERATION_TIMEOUT_S))
 
-    def fork(self) -> Session:
-        """A new, started session holding this one's current files and shell state."""
+    def fork(self, pool=None) -> Session:
+        """A new, started session holding this one's current files and shell state;
+        from ``pool`` (a `SessionPool` of this backend) when given, which is faster."""
+        if pool is not None and pool.backend != self.backend:
+            raise ValueError(f"fork of a {self.backend} session into a {pool.backend} pool")
         snap = self.snapshot()
-        other = open_session(self.backend, self.limits)
+        other = pool.take() if pool is not None else open_session(self.backend, self.limits)
         try:
             other.restore(snap)
         except BaseException:
