@@ -7,7 +7,7 @@ For each backend, in one run so the rows compare:
   a small starting tree put in; the pool refills between takes, untimed);
 - exec: the round trip of ``true`` and of a typical command (``cd``, a file,
   an exported variable) in a warm session;
-- snapshot, restore and fork of a small tree;
+- snapshot, restore and fork of a small tree (fork: a fresh start, or from a pool);
 - episodes/s: 4 threads each taking a session from a pool of 4, running 5
   commands and a snapshot (the grader's input), and closing it.
 
@@ -65,6 +65,15 @@ def measure(backend: str, runs: int, takes: int, episodes: int) -> dict[str, tup
             samples.append(time.perf_counter() - started)
             session.close()
         rows["take (pool of 4, 10 files)"] = percentiles(samples)
+        with pool.take(files=tree) as parent:
+            samples = []
+            for _ in range(max(5, takes // 3)):
+                pool.wait_ready()
+                started = time.perf_counter()
+                child = parent.fork(pool)
+                samples.append(time.perf_counter() - started)
+                child.close()
+        rows["fork into the pool (10 files)"] = percentiles(samples)
     with open_session(backend, limits, files=tree) as session:
         rows["exec `true`"] = percentiles(timed(lambda: session.exec("true"), runs))
         rows["exec typical command"] = percentiles(
