@@ -21,7 +21,9 @@ directory and ``env -0`` to a pipe on descriptor 199, which becomes the state
 of the next command. When the shell exits (or its time is up) every other
 process of the sandbox is killed and reaped, so nothing a command leaves in
 the background lives on, and the CPU time of all of them is counted
-(``RUSAGE_CHILDREN``) against the session's CPU budget.
+(``RUSAGE_CHILDREN``) against the session's CPU budget; while a command runs,
+its live processes' CPU time is summed from /proc every 0.1 s, and the
+command is killed when the session's total reaches the budget.
 """
 
 import base64
