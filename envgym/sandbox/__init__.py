@@ -12,6 +12,10 @@ Code from a model never runs in the host process::
 ``ENVGYM_SANDBOX`` picks the backend for ``"auto"``; unset, auto takes docker
 when the daemon answers and the image exists, else bwrap. ``process`` is never
 picked automatically: it isolates nothing.
+
+A `Session` (`open_session`, `SessionPool`) keeps one sandbox for a whole
+episode: a shell whose files, working directory and exported variables
+persist from one command to the next (see `envgym.sandbox.session`).
 """
 
 from __future__ import annotations
@@ -30,15 +34,33 @@ from envgym.sandbox.backends import (
 )
 from envgym.sandbox.base import ExecResult, Limits, Sandbox, SandboxError
 from envgym.sandbox.pool import RUN_PYTHON_TOOL, SandboxPool, shared_pool
+from envgym.sandbox.session import (
+    CommandResult,
+    Session,
+    SessionError,
+    SessionExhausted,
+    SessionLimits,
+    SessionSnapshot,
+    open_session,
+)
+from envgym.sandbox.session_pool import SessionPool
 
 __all__ = [
     "BACKENDS",
+    "CommandResult",
     "ExecResult",
     "Limits",
     "Sandbox",
     "SandboxError",
     "RUN_PYTHON_TOOL",
     "SandboxPool",
+    "Session",
+    "SessionError",
+    "SessionExhausted",
+    "SessionLimits",
+    "SessionPool",
+    "SessionSnapshot",
+    "open_session",
     "shared_pool",
     "doctor",
     "gc",
