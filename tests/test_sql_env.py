@@ -179,6 +179,13 @@ def test_spider_and_bird_files_play_through_the_env(dataset, tmp_path):
         for seed in range(4):
             assert play(env, "oracle", seed)[1]["success"], (level, seed)
             played += 1
+        task_id = env.unwrapped.task_id
+        assert env.reset(options={"task_id": task_id})[1]["task_id"] == task_id
+        for bad in (f"{dataset}-dev-x", f"{dataset}-dev-1 ", "other-dev-0", 7):
+            with pytest.raises(ValueError, match=f"use an id from info.*e.g. {dataset}-dev-0"):
+                env.reset(options={"task_id": bad})
+        with pytest.raises(ValueError, match="no question 99999"):
+            env.reset(options={"task_id": f"{dataset}-dev-99999"})
     assert played
     with pytest.raises(ValueError, match="data_dir"):
         gym.make("envgym/SQL-v0", dataset=dataset)

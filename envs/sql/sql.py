@@ -210,9 +210,8 @@ class SQLEnv(TextEnv):
         prefix = f"{self.dataset}-{self.split}-"
         if "task_id" in options:
             task_id = options["task_id"]
-            if not (isinstance(task_id, str) and task_id.startswith(prefix)):
-                raise ValueError(f"task_id {short_repr(task_id)} is not {prefix}N")
-            index = int(task_id[len(prefix) :]) if task_id[len(prefix) :].isdigit() else -1
+            pattern = re.compile(re.escape(prefix) + r"(\d+)\Z")
+            index = int(match_task_id(task_id, pattern, f"a {prefix}N id", f"e.g. {prefix}0")[1])
             if not 0 <= index < len(questions):
                 raise ValueError(f"task_id {short_repr(task_id)}: no question {index}")
             level = questions[index].difficulty
