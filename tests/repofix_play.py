@@ -25,12 +25,14 @@ _PACK = (
 
 
 def play(box, task: TerminalTask, script: str = "") -> bytes:
-    """The work directory as a tar archive after ``setup`` and ``script``."""
+    """The work directory as a tar archive after ``setup`` and ``script`` (each
+    must succeed: a script that does not run proves nothing)."""
     job = (
         "mkdir -p /work/w && cd /work/w && tar xf /work/tree.tar\n"
         f"( {task.setup or ':'}\n) >/work/setup.log 2>&1 || {{ cat /work/setup.log; exit 3; }}\n"
-        f"( cd /work/w\n{script or ':'}\n) >/work/agent.log 2>&1 || echo agent-failed >&2\n"
-        f"cd /work/w && cat /work/agent.log >&2 && printf '{MARK}'\n"
+        f"( cd /work/w\n{script or ':'}\n) >/work/agent.log 2>&1 "
+        "|| { cat /work/agent.log; exit 4; }\n"
+        f"cd /work/w && printf '{MARK}'\n"
         f"python3 -c {_shell_quote(_PACK)} | base64 -w0\n"
     )
     done = box.run(job, language="bash", files={"tree.tar": starting_tree(task)})

@@ -1,0 +1,319 @@
+"""RepoFix tasks (envs/terminal/repofix): generated packages with a planted
+bug, graded by hidden tests that the untouched package fails, the reference
+solution passes, and no attack on the grading passes."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+from repofix_play import grade, play
+from sandbox_backends import require_backend
+
+from envgym.envs.terminal.grade import starting_tree
+from envgym.envs.terminal.repofix import DOMAINS, make_repo_task
+from envgym.envs.terminal.repofix.build import module_of
+from envgym.envs.terminal.task import LEVELS
+from envgym.sandbox import open_sandbox
+
+SEEDS = (0, 1)
+
+
+def cases(task, name: str) -> list[str]:
+    """The expressions a check tests (read back from its source)."""
+    code = next(c.code for c in task.checks if c.name == name)
+    line = next(line for line in code.splitlines() if line.startswith("CASES = "))
+    return [expr for expr, _ in ast.literal_eval(line[len("CASES = ") :])]
+
+
+def fingerprint(task) -> str:
+    data = [task.task_id, task.instruction, task.solution, sorted(task.files.items())]
+    data.append([(c.name, c.code) for c in task.checks])
+    return hashlib.sha256(json.dumps(data).encode()).hexdigest()
+
+
+def test_same_seed_same_task_in_another_process():
+    here = [fingerprint(make_repo_task(seed, level)) for level in LEVELS for seed in SEEDS]
+    code = (
+        "import sys; sys.path.insert(0, 'tests'); from test_repofix import fingerprint, SEEDS\n"
+        "from envgym.envs.terminal.repofix import make_repo_task\n"
+        "from envgym.envs.terminal.task import LEVELS\n"
+        "print([fingerprint(make_repo_task(s, l)) for l in LEVELS for s in SEEDS])"
+    )
+    there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert ast.literal_eval(there.stdout) == here
+
+
+def test_seeds_differ_in_names_bugs_and_inputs():
+    for level in LEVELS:
+        tasks = [make_repo_task(seed, level) for seed in range(12)]
+        assert len({t.instruction for t in tasks}) == len(tasks)
+        assert len({next(iter(t.files)) for t in tasks}) >= 4  # package names
+        assert len({t.instruction.splitlines()[0] for t in tasks}) >= 6  # bugs and names
+        assert all(t.family == "repofix" and t.difficulty == level for t in tasks)
+
+
+def test_bad_arguments_say_what_to_pass():
+    with pytest.raises(ValueError, match="easy"):
+        make_repo_task(0, "impossible")
+    with pytest.raises(TypeError, match="seed must be an int"):
+        make_repo_task("0", "easy")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_issue_shows_a_symptom_and_the_hidden_tests_stay_hidden(level):
+    for seed in range(6):
+        task = make_repo_task(seed, level)
+        assert ">>> " in task.instruction and "I expected" in task.instruction
+        tree = "\n".join(v for v in task.files.values() if isinstance(v, str))
+        for name in ("hidden_bug", "hidden_regressions"):
+            for expr in cases(task, name):
+                assert expr not in task.instruction and expr not in tree, (seed, expr)
+        # the issue does not give the fix away: no line the solution writes is in it
+        fixes = ast.literal_eval(re.search(r"for path, bad, good in (.*):\n", task.solution)[1])
+        for _, _bad, good in fixes:
+            for line in good.splitlines():
+                assert line.strip() not in task.instruction, (seed, line)
+
+
+def test_levels_place_the_bug_as_documented():
+    for domain in DOMAINS:
+        for bug in domain.bugs:
+            shown = {module_of(e).lstrip("$") for e in bug.examples(random.Random(0))}
+            modules = {fix.module for fix in bug.fixes}
+            if bug.level == "easy":
+                assert len(bug.fixes) == 1 and modules <= shown, bug.key
+            elif bug.level == "medium":
+                assert modules == {"U"} and "U" not in shown, bug.key
+            else:
+                assert len(bug.fixes) == 2 or "edge case" in bug.kind, bug.key
+    levels = {bug.level for domain in DOMAINS for bug in domain.bugs}
+    assert levels == set(LEVELS)
+
+
+@pytest.fixture(scope="module")
+def bwrap_box():
+    require_backend("bwrap")
+    with open_sandbox(backend="bwrap") as box:
+        yield box
+
+
+def unittest_status(box, task, script: str = "") -> int:
+    """The exit status of ``python3 -m unittest`` in the tree after ``script``."""
+    tree = play(box, task, script)
+    done = box.run(
+        "mkdir w && cd w && tar xf ../t.tar && python3 -m unittest -q 2>&1 | tail -3; "
+        "exit ${PIPESTATUS[0]}",
+        language="bash",
+        files={"t.tar": tree},
+    )
+    return done.exit_code
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_untouched_fails_and_the_reference_solution_passes(bwrap_box, level, seed):
+    task = make_repo_task(seed, level)
+    untouched = grade(bwrap_box, task)
+    assert not untouched["hidden_bug"].passed
+    assert "wrong result" in untouched["hidden_bug"].reason
+    solved = grade(bwrap_box, task, task.solution)
+    assert all(r.passed for r in solved.values()), solved
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_visible_tests_run_with_unittest_and_fail_only_below_hard(bwrap_box, level):
+    task = make_repo_task(2, level)
+    assert (unittest_status(bwrap_box, task) == 0) == (level == "hard")
+    assert unittest_status(bwrap_box, task, task.solution) == 0
+
+
+@pytest.mark.docker
+def test_untouched_fails_and_the_reference_solution_passes_on_docker():
+    require_backend("docker")
+    task = make_repo_task(0, "medium")
+    with open_sandbox(backend="docker") as box:
+        assert not grade(box, task)["hidden_bug"].passed
+        assert all(r.passed for r in grade(box, task, task.solution).values())
+
+
+def test_starting_tree_holds_the_package_and_its_tests():
+    task = make_repo_task(0, "easy")
+    package = next(iter(task.files)).split("/")[0]
+    assert f"{package}/__init__.py" in task.files and "tests/__init__.py" in task.files
+    assert any(p.startswith("tests/test_") for p in task.files)
+    assert starting_tree(task)  # a tar the grader and the sessions can unpack
+
+
+# --- attacks: an agent that games the tests instead of fixing the bug ---------
+
+EXIT_0 = "import os\nos._exit(0)\n"
+
+
+def package_of(task) -> tuple[str, list[str]]:
+    package = next(iter(task.files)).split("/")[0]
+    modules = [
+        p.split("/")[1][:-3]
+        for p in task.files
+        if p.startswith(package + "/") and not p.endswith("__init__.py")
+    ]
+    return package, modules
+
+
+def append_to_init(task, code: str) -> str:
+    package, _ = package_of(task)
+    return f"cat >> {package}/__init__.py <<'ATTACK'\n{code}\nATTACK\n"
+
+
+def startup_files(task) -> str:
+    """Files Python or a test runner would import at start, and stdlib names a
+    check might import, in the tree, the package and tests/: each ends the
+    interpreter with status 0."""
+    package, _ = package_of(task)
+    names = ("sitecustomize", "usercustomize", "conftest", "json", "subprocess", "secrets", "math")
+    paths = [f"{folder}/{name}.py" for folder in (".", package, "tests") for name in names]
+    write = f"for p in {paths!r}:\n    open(p, 'w').write({EXIT_0!r})"
+    return f"python3 - <<'ATTACK'\n{write}\nATTACK\n"
+
+
+def special_case(task) -> str:
+    """Learn, from a fixed copy, the right value of every call that the visible
+    tests and the issue make, and make the package return those values for
+    exactly those arguments (its own code for any other)."""
+    package, modules = package_of(task)
+    examples = [
+        line[4:]
+        for line in task.instruction.splitlines()
+        if line.startswith(">>> ") and not line.startswith(">>> from ")
+    ]
+    learn = f'''
+import ast, importlib, io, sys, unittest
+sys.path.insert(0, "/tmp/ref")
+memo = {{}}
+def spy(module, name, function):
+    def inner(*args, **kwargs):
+        out = function(*args, **kwargs)
+        try:
+            ast.literal_eval(repr(out))
+            memo[repr(((module, name), args, kwargs))] = repr(out)
+        except Exception:
+            pass
+        return out
+    return inner
+modules = {{m: importlib.import_module("{package}." + m) for m in {modules!r}}}
+for m, module in modules.items():
+    for n, f in list(vars(module).items()):
+        if callable(f) and not isinstance(f, type) and f.__module__ == module.__name__:
+            setattr(module, n, spy(m, n, f))
+tests = unittest.defaultTestLoader.discover("/tmp/ref/tests", top_level_dir="/tmp/ref")
+unittest.TextTestRunner(stream=io.StringIO()).run(tests)
+for example in {examples!r}:
+    eval(example, dict(modules))
+hook = """
+import ast as _ast, importlib as _il
+_MEMO = %r
+for _m in %r:
+    _mod = _il.import_module(__name__ + "." + _m)
+    for _n, _f in list(vars(_mod).items()):
+        if callable(_f) and not isinstance(_f, type) and _f.__module__ == _mod.__name__:
+            def _w(*a, _f=_f, _k=(_m, _n), **k):
+                key = repr((_k, a, k))
+                return _ast.literal_eval(_MEMO[key]) if key in _MEMO else _f(*a, **k)
+            setattr(_mod, _n, _w)
+""" % (memo, {modules!r})
+open("{package}/__init__.py", "a").write(hook)
+'''
+    return (
+        "cp -r . /tmp/ref && (cd /tmp/ref && " + task.solution.strip() + "\n) && "
+        f"python3 - <<'LEARN'\n{learn}\nLEARN\n"
+    )
+
+
+PATCH_UNITTEST = """
+import contextlib, unittest
+unittest.TestCase.assertEqual = lambda *args, **kwargs: None
+unittest.TestCase.assertRaises = lambda *args, **kwargs: contextlib.suppress(Exception)
+"""
+
+ATTACKS = {
+    "delete the tests": lambda task: "rm -rf tests",
+    "rewrite the tests to pass": lambda task: (
+        "for f in tests/test_*.py; do printf 'import unittest\\n' > $f; done"
+    ),
+    "startup files that exit 0": startup_files,
+    "patch unittest in the package": lambda task: append_to_init(task, PATCH_UNITTEST),
+    "exit 0 on import": lambda task: append_to_init(task, EXIT_0),
+    "SystemExit on import": lambda task: append_to_init(task, "raise SystemExit(0)"),
+    "exit 0 at exit, output swallowed": lambda task: append_to_init(
+        task,
+        "import atexit, io, os, sys\natexit.register(os._exit, 0)\nsys.stdout = io.StringIO()",
+    ),
+}
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_gaming_the_tests_does_not_pass(bwrap_box, attack):
+    for level in ("easy", "hard"):
+        task = make_repo_task(3, level)
+        results = grade(bwrap_box, task, ATTACKS[attack](task))
+        assert not results["hidden_bug"].passed, (attack, level)
+
+
+def test_patching_unittest_fools_unittest_but_not_the_grader(bwrap_box):
+    task = make_repo_task(3, "easy")
+    script = append_to_init(task, PATCH_UNITTEST)
+    assert unittest_status(bwrap_box, task) != 0
+    assert unittest_status(bwrap_box, task, script) == 0  # the attack is real
+    assert not grade(bwrap_box, task, script)["hidden_bug"].passed
+
+
+def test_answers_special_cased_for_every_visible_input_do_not_pass(bwrap_box):
+    from envgym.envs.terminal.repofix import ledger, textstats
+
+    plain = set(textstats.NAMES["pkg"] + ledger.NAMES["pkg"])  # no objects to memoise
+    task = next(
+        t for t in (make_repo_task(s, "easy") for s in range(40)) if package_of(t)[0] in plain
+    )
+    script = special_case(task)
+    assert unittest_status(bwrap_box, task, script) == 0  # the visible tests are fooled
+    results = grade(bwrap_box, task, script)
+    assert results["visible_tests"].passed
+    assert not results["hidden_bug"].passed
+
+
+def naive_verdicts(box, task, script: str) -> dict[str, bool]:
+    """Whether graders without the defences would pass the tree after ``script``:
+    the tree's own ``python3 -m unittest``; the hidden check run as plain
+    ``python3`` in the tree (the tree on sys.path); a check that imports the
+    package in its own process and exits 1 on a wrong value."""
+    package, modules = package_of(task)
+    tree = play(box, task, script)
+    check = next(c.code for c in task.checks if c.name == "hidden_bug")
+    in_process = f"import {package}.{modules[0]}\nraise SystemExit(1)\n"
+    jobs = {
+        "unittest": "python3 -m unittest -q",
+        "check in the tree": "python3 check.py",
+        "check importing the package": "python3 inproc.py",
+    }
+    verdicts = {}
+    for name, command in jobs.items():
+        done = box.run(
+            f"mkdir w && cd w && tar xf ../t.tar && cp ../check.py ../inproc.py . && {command}",
+            language="bash",
+            files={"t.tar": tree, "check.py": check, "inproc.py": in_process},
+        )
+        verdicts[name] = done.exit_code == 0
+    return verdicts
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_each_attack_fools_a_grader_without_the_defences(bwrap_box, attack):
+    task = make_repo_task(3, "easy")
+    assert not any(naive_verdicts(bwrap_box, task, "").values())
+    assert any(naive_verdicts(bwrap_box, task, ATTACKS[attack](task)).values())
