@@ -16,7 +16,7 @@ import pytest
 from repofix_play import grade, play
 from sandbox_backends import require_backend
 
-from envgym.envs.terminal.grade import starting_tree
+from envgym.envs.terminal.grade import run_checks, starting_tree
 from envgym.envs.terminal.repofix import DOMAINS, make_repo_task
 from envgym.envs.terminal.repofix.build import module_of
 from envgym.envs.terminal.task import LEVELS
@@ -241,36 +241,76 @@ unittest.TestCase.assertEqual = lambda *args, **kwargs: None
 unittest.TestCase.assertRaises = lambda *args, **kwargs: contextlib.suppress(Exception)
 """
 
+#: attack -> (its script, the grader without the defences that it fools, the level it plays)
 ATTACKS = {
-    "delete the tests": lambda task: "rm -rf tests",
-    "rewrite the tests to pass": lambda task: (
-        "for f in tests/test_*.py; do printf 'import unittest\\n' > $f; done"
+    "delete the tests": (lambda task: "rm -rf tests", "unittest", "easy"),
+    "rewrite the tests to pass": (
+        lambda task: "for f in tests/test_*.py; do printf 'import unittest\\n' > $f; done",
+        "unittest",
+        "medium",
     ),
-    "startup files that exit 0": startup_files,
-    "patch unittest in the package": lambda task: append_to_init(task, PATCH_UNITTEST),
-    "exit 0 on import": lambda task: append_to_init(task, EXIT_0),
-    "SystemExit on import": lambda task: append_to_init(task, "raise SystemExit(0)"),
-    "exit 0 at exit, output swallowed": lambda task: append_to_init(
-        task,
-        "import atexit, io, os, sys\natexit.register(os._exit, 0)\nsys.stdout = io.StringIO()",
+    "startup files that exit 0": (startup_files, "check in the tree", "hard"),
+    "patch unittest in the package": (
+        lambda task: append_to_init(task, PATCH_UNITTEST),
+        "unittest",
+        "easy",
     ),
+    "exit 0 on import": (
+        lambda task: append_to_init(task, EXIT_0),
+        "check importing the package",
+        "medium",
+    ),
+    "SystemExit on import": (
+        lambda task: append_to_init(task, "raise SystemExit(0)"),
+        "check importing the package",
+        "hard",
+    ),
+    "exit 0 at exit, output swallowed": (
+        lambda task: append_to_init(
+            task,
+            "import atexit, io, os, sys\natexit.register(os._exit, 0)\nsys.stdout = io.StringIO()",
+        ),
+        "check importing the package",
+        "hard",
+    ),
+}
+NAIVE = {
+    "unittest": "python3 -m unittest -q",
+    "check in the tree": "python3 check.py",
+    "check importing the package": "python3 inproc.py",
 }
 
 
-@pytest.mark.parametrize("attack", list(ATTACKS))
-def test_gaming_the_tests_does_not_pass(bwrap_box, attack):
-    for level in ("easy", "hard"):
-        task = make_repo_task(3, level)
-        results = grade(bwrap_box, task, ATTACKS[attack](task))
-        assert not results["hidden_bug"].passed, (attack, level)
+def naive_passes(box, task, tree: bytes, grader: str) -> bool:
+    """Whether a grader without the defences passes ``tree``: the tree's own
+    ``python3 -m unittest``; the hidden check run as plain ``python3`` in the
+    tree (the tree on sys.path); or a check that imports the package in its own
+    process and exits 1 on a wrong value."""
+    package, modules = package_of(task)
+    check = next(c.code for c in task.checks if c.name == "hidden_bug")
+    in_process = f"import {package}.{modules[0]}\nraise SystemExit(1)\n"
+    done = box.run(
+        f"mkdir w && cd w && tar xf ../t.tar && cp ../check.py ../inproc.py . && {NAIVE[grader]}",
+        language="bash",
+        files={"t.tar": tree, "check.py": check, "inproc.py": in_process},
+    )
+    return done.exit_code == 0
 
 
-def test_patching_unittest_fools_unittest_but_not_the_grader(bwrap_box):
+def test_no_grader_passes_the_untouched_package(bwrap_box):
     task = make_repo_task(3, "easy")
-    script = append_to_init(task, PATCH_UNITTEST)
-    assert unittest_status(bwrap_box, task) != 0
-    assert unittest_status(bwrap_box, task, script) == 0  # the attack is real
-    assert not grade(bwrap_box, task, script)["hidden_bug"].passed
+    tree = play(bwrap_box, task)
+    assert not any(naive_passes(bwrap_box, task, tree, grader) for grader in NAIVE)
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_attacks_fool_a_naive_grader_but_not_the_hidden_checks(bwrap_box, attack):
+    script, fooled, level = ATTACKS[attack]
+    task = make_repo_task(3, level)
+    tree = play(bwrap_box, task, script(task))
+    assert naive_passes(bwrap_box, task, tree, fooled)  # the attack is real
+    results = {r.name: r for r in run_checks(bwrap_box, tree, task.checks)}
+    assert not results["hidden_bug"].passed, results
 
 
 def test_answers_special_cased_for_every_visible_input_do_not_pass(bwrap_box):
@@ -287,33 +327,19 @@ def test_answers_special_cased_for_every_visible_input_do_not_pass(bwrap_box):
     assert not results["hidden_bug"].passed
 
 
-def naive_verdicts(box, task, script: str) -> dict[str, bool]:
-    """Whether graders without the defences would pass the tree after ``script``:
-    the tree's own ``python3 -m unittest``; the hidden check run as plain
-    ``python3`` in the tree (the tree on sys.path); a check that imports the
-    package in its own process and exits 1 on a wrong value."""
-    package, modules = package_of(task)
-    tree = play(box, task, script)
-    check = next(c.code for c in task.checks if c.name == "hidden_bug")
-    in_process = f"import {package}.{modules[0]}\nraise SystemExit(1)\n"
-    jobs = {
-        "unittest": "python3 -m unittest -q",
-        "check in the tree": "python3 check.py",
-        "check importing the package": "python3 inproc.py",
-    }
-    verdicts = {}
-    for name, command in jobs.items():
-        done = box.run(
-            f"mkdir w && cd w && tar xf ../t.tar && cp ../check.py ../inproc.py . && {command}",
-            language="bash",
-            files={"t.tar": tree, "check.py": check, "inproc.py": in_process},
-        )
-        verdicts[name] = done.exit_code == 0
-    return verdicts
-
-
-@pytest.mark.parametrize("attack", list(ATTACKS))
-def test_each_attack_fools_a_grader_without_the_defences(bwrap_box, attack):
-    task = make_repo_task(3, "easy")
-    assert not any(naive_verdicts(bwrap_box, task, "").values())
-    assert any(naive_verdicts(bwrap_box, task, ATTACKS[attack](task)).values())
+@pytest.mark.slow
+@pytest.mark.parametrize("level", LEVELS)
+def test_sweep_oracle_passes_and_untouched_fails_on_100_seeds(bwrap_box, level):
+    """100 seeds: the reference solution passes every check, and the untouched
+    package fails the hidden tests of the bug (no setup: the starting tree is
+    what the agent would hand back untouched)."""
+    wrong = []
+    for seed in range(100):
+        task = make_repo_task(seed, level)
+        assert not task.setup
+        bug_check = [c for c in task.checks if c.name == "hidden_bug"]
+        if run_checks(bwrap_box, starting_tree(task), bug_check)[0].passed:
+            wrong.append((seed, "untouched passes"))
+        solved = grade(bwrap_box, task, task.solution)
+        wrong += [(seed, r.name, r.reason) for r in solved.values() if not r.passed]
+    assert not wrong
