@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import random
 
-from envgym.envs.terminal.repofix import inventory, ledger, textstats
+from envgym.envs.terminal.repofix import inventory, ledger, textstats, units
 from envgym.envs.terminal.repofix.build import build_task
 from envgym.envs.terminal.task import LEVELS, TerminalTask
 
-DOMAINS = (inventory.DOMAIN, textstats.DOMAIN, ledger.DOMAIN)
+DOMAINS = (inventory.DOMAIN, textstats.DOMAIN, ledger.DOMAIN, units.DOMAIN)
 
 __all__ = ["DOMAINS", "make_repo_task"]
 
