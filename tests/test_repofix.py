@@ -121,8 +121,11 @@ def unittest_status(box, task, script: str = "") -> int:
 def test_untouched_fails_and_the_reference_solution_passes(bwrap_box, level):
     task = make_repo_task(0, level)
     untouched = grade(bwrap_box, task)
-    assert not untouched["hidden_bug"].passed
     assert "wrong result" in untouched["hidden_bug"].reason
+    # the other checks pay nothing for a package left as it was
+    for name in ("hidden_regressions", "visible_tests"):
+        assert "issue's behaviour is still wrong" in untouched[name].reason
+    assert not any(r.passed for r in untouched.values())
     solved = grade(bwrap_box, task, task.solution)
     assert all(r.passed for r in solved.values()), solved
 
@@ -405,8 +408,7 @@ def test_answers_special_cased_for_every_visible_input_do_not_pass(bwrap_box):
     script = special_case(task)
     assert unittest_status(bwrap_box, task, script) == 0  # the visible tests are fooled
     results = grade(bwrap_box, task, script)
-    assert results["visible_tests"].passed
-    assert not results["hidden_bug"].passed
+    assert not any(r.passed for r in results.values()), results
 
 
 @pytest.mark.slow
@@ -429,3 +431,18 @@ def test_sweep_oracle_passes_and_untouched_fails_on_100_seeds(bwrap_box, level):
         solved = grade(bwrap_box, task, task.solution)
         wrong += [(seed, r.name, r.reason) for r in solved.values() if not r.passed]
     assert not wrong
+
+
+def test_a_fix_that_breaks_something_else_earns_part(bwrap_box):
+    from envgym.envs.terminal.repofix import textstats
+
+    bug = next(b for b in textstats.DOMAIN.bugs if b.key == "textstats-top")
+    task = build_task(textstats.DOMAIN, bug, 0, random.Random(0))
+    path, source = next(
+        (p, s) for p, s in task.files.items() if re.search(r"def \w+\(text, limit=8\)", s)
+    )
+    excerpt = re.search(r"def (\w+)\(text, limit=8\)", source)[1]
+    breakage = f"cat >> {path} <<'EOF'\n\ndef {excerpt}(text, limit=8):\n    return ''\nEOF\n"
+    results = grade(bwrap_box, task, task.solution + breakage)
+    assert results["hidden_bug"].passed
+    assert not results["hidden_regressions"].passed and not results["visible_tests"].passed

@@ -22,6 +22,7 @@ from envgym.envs.terminal.repofix.spec import Bug, Domain, pick
 from envgym.envs.terminal.task import Check, TerminalTask
 
 ALIASES = ("U", "C", "R")
+BUG_LABEL = "hidden tests of the issue's behaviour"
 #: Tries at drawing tests that tell the bug apart before the generator gives up.
 DRAWS = 40
 _encode_namespace: dict = {}
@@ -207,10 +208,35 @@ def build_task(domain: Domain, bug: Bug, seed: int, rng: random.Random) -> Termi
     regression = [e for e in regression if e not in hidden and e not in examples]
     regression_good = evaluate(good, regression)
 
-    def check(name: str, label: str, exprs: list[str], outcomes: list) -> Check:
-        cases = [(e, tagged(o)) for e, o in zip(exprs, outcomes, strict=True)]
-        return Check(name, check_source(package, modules, label, cases))
+    def cases(exprs: list[str], outcomes: list) -> list[tuple[str, list]]:
+        return [(e, tagged(o)) for e, o in zip(exprs, outcomes, strict=True)]
 
+    # The other checks count only once the issue's behaviour is right: a
+    # package left as it was earns nothing.
+    bug_cases = cases(hidden, hidden_good)
+    checks = (
+        Check("hidden_bug", check_source(package, modules, BUG_LABEL, bug_cases)),
+        Check(
+            "hidden_regressions",
+            check_source(
+                package,
+                modules,
+                "hidden tests of the rest",
+                cases(regression, regression_good),
+                gate=bug_cases,
+            ),
+        ),
+        Check(
+            "visible_tests",
+            check_source(
+                package,
+                modules,
+                "the original visible tests",
+                cases(visible, visible_good),
+                gate=bug_cases,
+            ),
+        ),
+    )
     files: dict[str, str | bytes] = {
         f"{package}/__init__.py": f'"""{package}: {domain.about}."""\n\n__version__ = "1.0"\n',
         **{f"{package}/{m}.py": source for m, source in bad.items()},
@@ -221,11 +247,6 @@ def build_task(domain: Domain, bug: Bug, seed: int, rng: random.Random) -> Termi
             "Run the tests with `python3 -m unittest` from this folder.\n"
         ),
     }
-    checks = (
-        check("hidden_bug", "hidden tests of the issue's behaviour", hidden, hidden_good),
-        check("hidden_regressions", "hidden tests of the rest", regression, regression_good),
-        check("visible_tests", "the original visible tests", visible, visible_good),
-    )
     vocabulary = (
         "ls -R",
         "cat README.md",
