@@ -40,7 +40,10 @@ def inside(path):
     return full == root or full.startswith(root + os.sep)
 with tarfile.open("/work/tree.tar") as tar:
     for m in tar.getmembers():
-        name = m.name.lstrip("./") if m.name not in (".", "./") else ""
+        name = m.name
+        while name.startswith("./"):
+            name = name[2:]
+        name = "" if name in (".", "") else name.rstrip("/")
         if not name or m.name.startswith("/") or ".." in m.name.split("/") or not inside(name):
             continue
         if not (m.isfile() or m.isdir() or m.issym() or m.islnk()):
