@@ -16,7 +16,7 @@ VOCABULARY = (
     "cd releases",
     "python3 test_calc.py",
     "diff",
-    "echo r05 > first_bad.txt",
+    "cat first_bad.txt",
     "for r in releases/*; do echo $r; done",
 )
 
