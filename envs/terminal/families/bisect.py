@@ -138,19 +138,21 @@ def make_task(seed: int, difficulty: str) -> TerminalTask:
     order = " ".join(names[:3]) + " ... " + names[-1]
     if difficulty == "hard":
         lines, want = cases[0]
+        broken_source = files[f"releases/{first_bad}/calc.py"]
+        guilty = next(line for line in broken_source.splitlines() if bad_line.strip() in line)
         args = " ".join(f"{q} {p}" for q, p in lines)
         instruction = (
             f"releases/ holds {n} releases of calc.py, oldest first ({order}). The first "
             f"release is correct: `python3 calc.py {args}` prints {want} there. Some release "
             "broke that, and every release after it is broken too. Write the name of the "
             "first broken release (like r07) to first_bad.txt. Write to bad_line.txt the one "
-            "line of code whose change broke it, exactly as it reads in that first broken "
-            "release (the VERSION line and the '# Changes' comments change in every release "
-            "and are not it)."
+            "line of code whose change broke it, as it reads in that first broken release "
+            "(indentation aside; the VERSION line and the '# Changes' comments change in "
+            "every release and are not it)."
         )
         checks = (
             text_check("first_bad", "first_bad.txt", first_bad),
-            text_check("bad_line", "bad_line.txt", bad_line.strip("\n")),
+            text_check("bad_line", "bad_line.txt", guilty),
         )
         good = f'[ "$(python3 "$1/calc.py" {args})" = {want} ]'
         solution = BISECT.format(good=good) + (
