@@ -132,8 +132,8 @@ def make_task(seed: int, difficulty: str) -> TerminalTask:
             check(
                 "only_csv",
                 """
-if not os.path.isdir("extracted"):
-    fail("extracted/ is missing")
+if not any(files for _, _, files in os.walk("extracted")):
+    fail("nothing was extracted under extracted/")
 left = [p for p in PATHS if os.path.lexists(p)]
 if left:
     fail(f"{left[0]} was extracted but is not a .csv file")
