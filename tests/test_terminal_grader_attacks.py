@@ -9,7 +9,7 @@ import io
 import tarfile
 
 import pytest
-from sandbox_backends import require_backend
+from sandbox_backends import backend_params, require_backend
 
 from envgym.envs.terminal.families._common import check, text_check
 from envgym.envs.terminal.grade import run_checks
@@ -60,10 +60,10 @@ def f(name, text="", mode=0o644):
     return (name, "file", text, mode)
 
 
-@pytest.fixture(scope="module")
-def box():
-    require_backend("bwrap")
-    with open_sandbox(backend="bwrap") as sandbox:
+@pytest.fixture(scope="module", params=backend_params(("bwrap", "docker")))
+def box(request):
+    require_backend(request.param)
+    with open_sandbox(backend=request.param) as sandbox:
         yield sandbox
 
 
