@@ -33,6 +33,19 @@ REASON_CHARS = 200
 # tree safely, then run the check in a fresh isolated interpreter, exit with its status.
 _JOB = r"""
 import os, stat, subprocess, sys, tarfile
+def not_dumpable():
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except Exception:
+        pass
+not_dumpable()
+# The check's source (its expected values) is read and deleted before anything
+# of the agent's runs, and reaches the check on a pipe: no file, command line
+# or (the check being made not dumpable first) memory shows it to the agent's programs.
+with open("/work/check.py", "rb") as f:
+    code = CHECK_PRELUDE + f.read()
+os.unlink("/work/check.py")
 root = "/work/final"
 os.mkdir(root)
 def inside(path):
@@ -40,7 +53,10 @@ def inside(path):
     return full == root or full.startswith(root + os.sep)
 with tarfile.open("/work/tree.tar") as tar:
     for m in tar.getmembers():
-        name = m.name.lstrip("./") if m.name not in (".", "./") else ""
+        name = m.name
+        while name.startswith("./"):
+            name = name[2:]
+        name = "" if name in (".", "") else name.rstrip("/")
         if not name or m.name.startswith("/") or ".." in m.name.split("/") or not inside(name):
             continue
         if not (m.isfile() or m.isdir() or m.issym() or m.islnk()):
@@ -48,23 +64,43 @@ with tarfile.open("/work/tree.tar") as tar:
         if m.issym() and (m.linkname.startswith("/") or not inside(
                 os.path.join(os.path.dirname(name), m.linkname))):
             continue
-        if m.islnk() and (m.linkname.startswith("/") or ".." in m.linkname.split("/")):
+        if m.islnk() and (m.linkname.startswith("/") or ".." in m.linkname.split("/")
+                          or not inside(m.linkname)):
             continue
         m.name = name
         m.mode &= 0o777 & ~0o022
         if m.isdir():
             m.mode |= 0o700
         tar.extract(m, root, set_attrs=not m.issym())
+# A symlink checked on its own may leave the tree through links written after
+# it (a -> c/x, then c -> e/.., e -> .): drop every link that now resolves outside.
+dropped = True
+while dropped:
+    dropped = False
+    for folder, dirs, files in os.walk(root):
+        for entry in dirs + files:
+            path = os.path.join(folder, entry)
+            if os.path.islink(path) and not inside(os.path.relpath(path, root)):
+                os.unlink(path)
+                dropped = True
 env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp/home", "LANG": "C.UTF-8"}
 os.makedirs("/tmp/home", exist_ok=True)
 try:
-    done = subprocess.run(["/usr/bin/python3", "-I", "/work/check.py"], cwd=root, env=env,
-                          stdin=subprocess.DEVNULL, timeout=TIMEOUT)
+    done = subprocess.run(["/usr/bin/python3", "-I", "-"], cwd=root, env=env, input=code,
+                          timeout=TIMEOUT)
     sys.exit(0 if done.returncode == 0 else 1)
 except subprocess.TimeoutExpired:
     print("the check ran out of time")
     sys.exit(1)
 """
+
+
+#: Run first in each check: makes the check's process not dumpable, so the
+#: agent's programs it runs cannot read its memory or descriptors through /proc.
+_CHECK_PRELUDE = (
+    b"try:\n    import ctypes as _c\n    _c.CDLL(None).prctl(4, 0, 0, 0, 0)\n    del _c\n"
+    b"except Exception:\n    pass\n"
+)
 
 
 @dataclass(frozen=True)
@@ -99,6 +135,7 @@ def run_checks(box, tree: bytes, checks: Sequence[Check]) -> list[CheckResult]:
     has the sandbox's job time limit less 2 s (for unpacking), at least 1 s."""
     results = []
     job = _JOB.replace("TIMEOUT", repr(max(1.0, box.limits.timeout_s - 2.0)))
+    job = job.replace("CHECK_PRELUDE", repr(_CHECK_PRELUDE))
     for check in checks:
         done = box.run(job, language="python", files={"tree.tar": tree, "check.py": check.code})
         if done.ok:
