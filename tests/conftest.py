@@ -95,3 +95,14 @@ def driver(tmp_path_factory: pytest.TempPathFactory):
     finally:
         browser.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``sweep`` (a sweep over many seeds, minutes each) run only
+    with ``ENVGYM_SWEEPS=1``: CI and ``scripts/test.sh`` skip them, with the reason."""
+    if os.environ.get("ENVGYM_SWEEPS") == "1":
+        return
+    skip = pytest.mark.skip(reason="a sweep over many seeds (minutes): run with ENVGYM_SWEEPS=1")
+    for item in items:
+        if "sweep" in item.keywords:
+            item.add_marker(skip)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import os
 import random
 import re
 import subprocess
@@ -411,11 +410,7 @@ def test_answers_special_cased_for_every_visible_input_do_not_pass(bwrap_box):
     assert not any(r.passed for r in results.values()), results
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(
-    os.environ.get("ENVGYM_REPOFIX_SWEEP") != "1",
-    reason="about 5 min on bwrap; run with ENVGYM_REPOFIX_SWEEP=1",
-)
+@pytest.mark.sweep  # about 5 min on bwrap
 @pytest.mark.parametrize("level", LEVELS)
 def test_sweep_oracle_passes_and_untouched_fails_on_100_seeds(bwrap_box, level):
     """100 seeds: the reference solution passes every check, and the untouched

@@ -1,7 +1,7 @@
 """Terminal-v0's task families (envs/terminal/families): for every family and
 level the trusted grader fails the untouched task and passes the reference
 solution, tasks are the same for the same seed and differ between seeds, and
-bad arguments say what to do. The 100-seed sweep is marked slow."""
+bad arguments say what to do. The 100-seed sweep is marked sweep (ENVGYM_SWEEPS=1 runs it)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def test_bad_arguments_say_what_to_do():
             FAMILIES["logs"](bad, "easy")
 
 
-@pytest.mark.slow
+@pytest.mark.sweep  # about 25 min for every family on bwrap
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_sweep_100_seeds(bwrap_boxes, family):
     """The oracle passes every check and the untouched task fails every task,
