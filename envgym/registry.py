@@ -142,6 +142,25 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         scoring_kwargs=("split", "timeout_s"),
     ),
     EnvSpec(
+        id="envgym/Terminal-v0",
+        entry_point="envgym.envs.terminal:TerminalEnv",
+        description="Shell tasks (files, logs, CSV/JSON, permissions, archives, merges, "
+        "bisecting, builds, configs) in a persistent sandboxed shell, checked by a trusted grader",
+        tags=("terminal", "code", "tool-use", "multi-turn", "sandbox"),
+        oracle="envgym.envs.terminal.agents:ShellOracle",
+        random_agent="envgym.envs.terminal.agents:RandomShellAgent",
+        scoring_kwargs=("family",),
+    ),
+    EnvSpec(
+        id="envgym/RepoFix-v0",
+        entry_point="envgym.envs.terminal:RepoFixEnv",
+        description="Fix the bug an issue describes in a generated Python package, in a "
+        "sandboxed shell; graded by hidden tests",
+        tags=("terminal", "code", "software-engineering", "tool-use", "multi-turn", "sandbox"),
+        oracle="envgym.envs.terminal.agents:ShellOracle",
+        random_agent="envgym.envs.terminal.agents:RandomShellAgent",
+    ),
+    EnvSpec(
         id="envgym/PythonMath-v0",
         entry_point="envgym.envs.python_math:PythonMathEnv",
         description="Exact-answer math problems; Python in a sandbox helps with the hard ones",

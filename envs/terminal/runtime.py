@@ -1,0 +1,163 @@
+"""What Terminal-v0 and RepoFix-v0 share besides the env class: the session
+and grader pools of this process, the tool schemas, reading a reply's action
+and writing a command's result.
+
+Sessions come from one `SessionPool` per (backend, limits) in this process,
+so a reset takes a started sandbox at once; the grader's jobs run in a
+`SandboxPool` of the same backend, never in an agent's session.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+from envgym.parsing import parse_tag, parse_tool_calls, strip_think
+from envgym.sandbox import SandboxPool, SessionLimits, SessionPool, resolve_backend
+from envgym.text import to_ascii
+
+#: Warm sessions kept per (backend, limits), and grader sandboxes per backend.
+SESSION_POOL_SIZE = 2
+GRADER_POOL_SIZE = 2
+#: Characters of a command's output an observation shows (the session cuts it
+#: at `SessionLimits.output_bytes` already, with a marker).
+OUTPUT_CHARS = 8_000
+
+BASH_TOOL: dict = {
+    "type": "function",
+    "function": {
+        "name": "bash",
+        "description": (
+            "Run a bash command in your persistent shell (files, working directory and "
+            "exported variables carry over; no network). Returns its output and exit status."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string", "description": "The command."}},
+            "required": ["command"],
+        },
+    },
+}
+WRITE_FILE_TOOL: dict = {
+    "type": "function",
+    "function": {
+        "name": "write_file",
+        "description": "Write a text file (folders made as needed), relative to /work.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Path under /work."},
+                "content": {"type": "string", "description": "The whole new content."},
+            },
+            "required": ["path", "content"],
+        },
+    },
+}
+DONE_TOOL: dict = {
+    "type": "function",
+    "function": {
+        "name": "done",
+        "description": "End the episode: your work directory is graded as it is now.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+TOOLS = (BASH_TOOL, WRITE_FILE_TOOL, DONE_TOOL)
+HOW_TO_ACT = (
+    "Act with one action per reply: <bash>command</bash> runs a command in your shell "
+    "(files, the working directory and exported variables persist between commands); "
+    "a write_file tool call writes a file; <done/> ends the episode, and your work "
+    "directory is then graded."
+)
+
+
+@dataclass(frozen=True)
+class Action:
+    """One reply's action: kind "bash", "write", "done", or "invalid" (``error`` says why)."""
+
+    kind: str
+    command: str = ""
+    path: str = ""
+    content: str = ""
+    error: str = ""
+
+
+def parse_action(reply: str) -> Action:
+    """The action of one reply: a ``<bash>`` block (the last), else the first
+    tool call, else ``<done/>``; anything else is invalid, with a hint."""
+    body = strip_think(reply)
+    lowered = body.lower()
+    if "<bash>" in lowered:
+        tagged = parse_tag(body, "bash")
+        if not tagged.ok:
+            return Action("invalid", error=tagged.error)
+        if not (tagged.value or "").strip():
+            return Action("invalid", error="Your <bash> block is empty.")
+        return Action("bash", command=tagged.value)
+    if "<tool_call>" in lowered:
+        calls, error = parse_tool_calls(body)
+        if not calls:
+            return Action("invalid", error=error or "No tool call found.")
+        call = calls[0]
+        args = call.arguments
+        if call.name == "bash":
+            command = args.get("command")
+            if not isinstance(command, str) or not command.strip():
+                return Action("invalid", error='The bash call needs a non-empty "command".')
+            return Action("bash", command=command)
+        if call.name == "write_file":
+            path, content = args.get("path"), args.get("content")
+            if not isinstance(path, str) or not path or not isinstance(content, str):
+                return Action(
+                    "invalid", error='The write_file call needs string "path" and "content".'
+                )
+            return Action("write", path=path, content=content)
+        if call.name == "done":
+            return Action("done")
+        name = to_ascii(str(call.name))[:40]
+        return Action(
+            "invalid", error=f"Unknown tool {name!r}; the tools are bash, write_file, done."
+        )
+    if "<done/>" in lowered or "<done>" in lowered or "<done />" in lowered:
+        return Action("done")
+    return Action("invalid", error="No <bash>, tool call or <done/> found in your reply.")
+
+
+def format_result(output: str, exit_code: int, timed_out: bool) -> str:
+    """What the agent reads after a command: its output (bounded) and exit status."""
+    text = to_ascii(output)
+    if len(text) > OUTPUT_CHARS:
+        half = OUTPUT_CHARS // 2
+        text = (
+            text[:half]
+            + f"\n[envgym: output cut: {len(text)} characters, the first and last {half} shown]\n"
+            + text[-half:]
+        )
+    status = "timed out" if timed_out else str(exit_code)
+    return f"<output>\n{text}</output>\n<exit_status>{status}</exit_status>"
+
+
+# ------------------------------------------------------------------ pools
+_lock = threading.Lock()
+_session_pools: dict[tuple, SessionPool] = {}
+_grader_pools: dict[tuple, SandboxPool] = {}
+
+
+def session_pool(backend: str, limits: SessionLimits) -> SessionPool:
+    """This process's pool of warm sessions of ``backend`` with ``limits``."""
+    key = (os.getpid(), resolve_backend(backend), limits)
+    with _lock:
+        pool = _session_pools.get(key)
+        if pool is None or pool._closed:
+            pool = _session_pools[key] = SessionPool(key[1], limits, size=SESSION_POOL_SIZE)
+        return pool
+
+
+def grader_pool(backend: str) -> SandboxPool:
+    """This process's sandboxes for the trusted grader's jobs on ``backend``."""
+    key = (os.getpid(), resolve_backend(backend))
+    with _lock:
+        pool = _grader_pools.get(key)
+        if pool is None or pool._closed:
+            pool = _grader_pools[key] = SandboxPool(size=GRADER_POOL_SIZE, backend=key[1])
+        return pool
