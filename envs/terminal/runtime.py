@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from envgym.parsing import parse_tag, parse_tool_calls, strip_think
@@ -63,8 +64,12 @@ DONE_TOOL: dict = {
     },
 }
 TOOLS = (BASH_TOOL, WRITE_FILE_TOOL, DONE_TOOL)
+#: The placeholder of the action examples in observations: a block holding only
+#: it is no command (so a reply that echoes an observation runs nothing).
+PLACEHOLDER = "..."
 HOW_TO_ACT = (
-    "Act with one action per reply: <bash>command</bash> runs a command in your shell "
+    "Act with one action per reply: <bash>...</bash> (your command in place of ...) "
+    "runs a command in your shell "
     "(files, the working directory and exported variables persist between commands); "
     "a write_file tool call writes a file; <done/> ends the episode, and your work "
     "directory is then graded."
@@ -93,6 +98,8 @@ def parse_action(reply: str) -> Action:
             return Action("invalid", error=tagged.error)
         if not (tagged.value or "").strip():
             return Action("invalid", error="Your <bash> block is empty.")
+        if tagged.value.strip() == PLACEHOLDER:
+            return Action("invalid", error="Put your command in place of the ... in <bash>.")
         return Action("bash", command=tagged.value)
     if "<tool_call>" in lowered:
         calls, error = parse_tool_calls(body)
@@ -102,7 +109,7 @@ def parse_action(reply: str) -> Action:
         args = call.arguments
         if call.name == "bash":
             command = args.get("command")
-            if not isinstance(command, str) or not command.strip():
+            if not isinstance(command, str) or command.strip() in ("", PLACEHOLDER):
                 return Action("invalid", error='The bash call needs a non-empty "command".')
             return Action("bash", command=command)
         if call.name == "write_file":
@@ -161,3 +168,21 @@ def grader_pool(backend: str) -> SandboxPool:
         if pool is None or pool._closed:
             pool = _grader_pools[key] = SandboxPool(size=GRADER_POOL_SIZE, backend=key[1])
         return pool
+
+
+_closer: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def close_later(session) -> None:
+    """Close an ended episode's session on a background thread: its processes
+    are already gone (each command's are killed when it ends) and its tree was
+    read; removing a container takes the docker daemon about 0.1 s."""
+    global _closer
+    with _lock:
+        if _closer is None or _closer[0] != os.getpid():
+            _closer = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="envgym-close"))
+        executor = _closer[1]
+    try:
+        executor.submit(session.close)
+    except RuntimeError:  # the interpreter is shutting down
+        session.close()

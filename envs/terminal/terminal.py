@@ -68,8 +68,8 @@ _MANUAL_COMMON = """
     whose work directory is unchanged at the end (nothing written, or nothing
     run) is not graded and earns 0: the untouched task is what the checks are
     built to fail. A reply with no action costs ``format_penalty`` (component
-    ``format``). ``info`` has ``tools``, ``cost`` (``commands``,
-    ``sandbox_seconds``), ``sandbox_error`` (the last command timed out or ran
+    ``format``). ``info`` has ``tools``, ``cost`` (``commands``: commands
+    and writes run), ``sandbox_error`` (the last command timed out or ran
     out of memory), ``grade`` (at the end: each check's name, verdict and
     reason) and ``privileged`` (``solution``, the reference solution, and
     ``checks``, the checks' names; never their code).
@@ -115,7 +115,6 @@ class ShellTaskEnv(TextEnv):
         self.task: TerminalTask | None = None
         self._start_digest: str | None = None
         self._commands = 0
-        self._sandbox_seconds = 0.0
         self._sandbox_error = False
         self._grade: dict[str, Any] | None = None
 
@@ -129,7 +128,6 @@ class ShellTaskEnv(TextEnv):
         self.task_id = self.task.task_id
         self._start_digest = None
         self._commands = 0
-        self._sandbox_seconds = 0.0
         self._sandbox_error = False
         self._grade = None
         return to_ascii(
@@ -160,13 +158,16 @@ class ShellTaskEnv(TextEnv):
             self._session = session
         return self._session
 
-    def _close_session(self) -> None:
+    def _close_session(self, wait: bool = False) -> None:
         session, self._session = self._session, None
         if session is not None:
-            session.close()
+            if wait:
+                session.close()
+            else:
+                runtime.close_later(session)
 
     def close(self) -> None:
-        self._close_session()
+        self._close_session(wait=True)
         super().close()
 
     # ------------------------------------------------------------- actions
@@ -177,8 +178,8 @@ class ShellTaskEnv(TextEnv):
             return self._finish("You ended the episode.", {}, terminated=True)
         if parsed.kind == "invalid":
             text = (
-                f"{parsed.error} {runtime.HOW_TO_ACT} For example: <bash>ls</bash>, "
-                "then <done/> (not an <answer>) when the task is complete."
+                f"{parsed.error} {runtime.HOW_TO_ACT} Reply <done/> (not an <answer>) when "
+                "the task is complete."
             )
             components = {"format": -self.format_penalty}
             return self._maybe_last(Turn(text, components, action_valid=False))
@@ -205,7 +206,6 @@ class ShellTaskEnv(TextEnv):
                 return f"write_file failed: {to_ascii(str(exc))[:300]}"
             return f"Wrote {len(parsed.content.encode())} bytes to {to_ascii(parsed.path)[:200]}."
         done = session.exec(parsed.command)
-        self._sandbox_seconds += float(done.duration_s)
         self._sandbox_error = done.timed_out or done.memory_exceeded
         return runtime.format_result(done.output, done.exit_code, done.timed_out)
 
@@ -277,7 +277,7 @@ class ShellTaskEnv(TextEnv):
         info: dict[str, Any] = {
             "state_key": f"{self.task_id}:{self.turn}",
             "tools": [dict(t) for t in runtime.TOOLS],
-            "cost": {"commands": self._commands, "sandbox_seconds": self._sandbox_seconds},
+            "cost": {"commands": self._commands},
             "sandbox_error": self._sandbox_error,
         }
         if self._grade is not None:
