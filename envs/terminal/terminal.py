@@ -60,14 +60,15 @@ _MANUAL_COMMON = """
 
     ## Rewards
     Only the end pays: the fraction of the task's checks that pass, one
-    ``reward_components`` entry per check (``1/n`` each). The checks run after
-    the episode (keys ``check:NAME``), in fresh sandbox jobs on a copy of the final work directory
-    (`envgym.envs.terminal.grade`), never in the agent's shell, so nothing the
-    agent left there (aliases, ``PATH``, a rewritten ``python3``,
-    ``sitecustomize``, processes, printed text) changes a verdict. An episode
-    whose work directory is unchanged at the end (nothing written, or nothing
-    run) is not graded and earns 0: the untouched task is what the checks are
-    built to fail. A reply with no action costs ``format_penalty`` (component
+    ``reward_components`` entry per check (``check:NAME``, ``1/n`` when it
+    passes). The checks run after the episode, in fresh sandbox jobs on a copy
+    of the final work directory (`envgym.envs.terminal.grade`), never in the
+    agent's shell, so nothing the agent left there (aliases, ``PATH``, a
+    rewritten ``python3``, ``sitecustomize``, processes, printed text) changes
+    a verdict. An episode whose work directory is unchanged at the end
+    (nothing written, or nothing run) is not graded and earns 0: a check that
+    holds for the untouched task (that nothing was lost, say) pays only once
+    the agent has changed something. A reply with no action costs ``format_penalty`` (component
     ``format``). ``info`` has ``tools``, ``cost`` (``commands``: commands
     and writes run), ``sandbox_error`` (the last command timed out or ran
     out of memory), ``grade`` (at the end: each check's name, verdict and
