@@ -216,3 +216,19 @@ def test_bad_arguments_say_what_to_do():
     assert info["task_id"] == "logs-easy-3"
     pinned = gym.make("envgym/Terminal-v0", family="json")
     assert all(pinned.reset(seed=s)[1]["task_id"].startswith("json-") for s in range(5))
+
+
+def test_nothing_of_one_episode_reaches_the_next():
+    env = make("envgym/Terminal-v0", family="organise")
+    env.reset(seed=0)
+    env.step(
+        "<bash>echo secret > /work/kept.txt; echo secret > /tmp/kept.txt; "
+        "export KEPT=secret; (sleep 60 &) ; echo ok</bash>"
+    )
+    env.step("<done/>")
+    env.reset(seed=0)
+    obs, *_ = env.step(
+        "<bash>cat /work/kept.txt /tmp/kept.txt 2>&1; echo \"[$KEPT]\"; ps -e -o comm=</bash>"
+    )
+    assert "secret" not in obs and "[]" in obs and "sleep" not in obs
+    env.close()
