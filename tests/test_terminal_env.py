@@ -17,7 +17,7 @@ from envgym.envs.terminal.task import LEVELS
 from envgym.text import ACTION_MAX_LENGTH
 
 IDS = ("envgym/Terminal-v0", "envgym/RepoFix-v0")
-SEEDS = (0, 1)
+SEEDS = (0,)
 
 
 def make(env_id: str, backend: str = "bwrap", **kwargs) -> gym.Env:
@@ -228,7 +228,7 @@ def test_nothing_of_one_episode_reaches_the_next():
     env.step("<done/>")
     env.reset(seed=0)
     obs, *_ = env.step(
-        "<bash>cat /work/kept.txt /tmp/kept.txt 2>&1; echo \"[$KEPT]\"; ps -e -o comm=</bash>"
+        '<bash>cat /work/kept.txt /tmp/kept.txt 2>&1; echo "[$KEPT]"; ps -e -o comm=</bash>'
     )
     assert "secret" not in obs and "[]" in obs and "sleep" not in obs
     env.close()

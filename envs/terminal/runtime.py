@@ -14,13 +14,14 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from envgym.envs.terminal.grade import run_checks
 from envgym.parsing import parse_tag, parse_tool_calls, strip_think
 from envgym.sandbox import SandboxPool, SessionLimits, SessionPool, resolve_backend
 from envgym.text import to_ascii
 
 #: Warm sessions kept per (backend, limits), and grader sandboxes per backend.
 SESSION_POOL_SIZE = 2
-GRADER_POOL_SIZE = 2
+GRADER_POOL_SIZE = 3
 #: Characters of a command's output an observation shows (the session cuts it
 #: at `SessionLimits.output_bytes` already, with a marker).
 OUTPUT_CHARS = 8_000
@@ -186,3 +187,18 @@ def close_later(session) -> None:
         executor.submit(session.close)
     except RuntimeError:  # the interpreter is shutting down
         session.close()
+
+
+def grade_tree(backend: str, tree: bytes, checks) -> list:
+    """Each check's verdict on ``tree``, every check in a fresh job of its own
+    (as `grade.run_checks` runs them), the jobs side by side on the grader pool."""
+    pool = grader_pool(backend)
+
+    def one(check):
+        with pool.lease() as box:
+            return run_checks(box, tree, [check])[0]
+
+    if len(checks) == 1:
+        return [one(checks[0])]
+    with ThreadPoolExecutor(min(len(checks), pool.size)) as executor:
+        return list(executor.map(one, checks))

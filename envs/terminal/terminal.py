@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from envgym.core import MAX_TASK_SEED, Preset, TextEnv, Turn, check_number, short_repr
 from envgym.envs.terminal import runtime
 from envgym.envs.terminal.families import FAMILIES, make_task
-from envgym.envs.terminal.grade import run_checks, starting_tree
+from envgym.envs.terminal.grade import starting_tree
 from envgym.envs.terminal.repofix import make_repo_task
 from envgym.envs.terminal.task import LEVELS, TerminalTask
 from envgym.sandbox import SessionError, SessionExhausted, SessionLimits
@@ -232,8 +232,7 @@ class ShellTaskEnv(TextEnv):
             why = "the work directory is unchanged" if tree is not None else "nothing was done"
             results = [(c.name, False, f"not graded: {why}") for c in checks]
         else:
-            with runtime.grader_pool(self._backend).lease() as box:
-                verdicts = run_checks(box, tree, checks)
+            verdicts = runtime.grade_tree(self._backend, tree, checks)
             results = [(r.name, r.passed, r.reason) for r in verdicts]
         passed = sum(ok for _, ok, _ in results)
         components = dict(components)
