@@ -9,6 +9,7 @@ so a reset takes a started sandbox at once; the grader's jobs run in a
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -202,3 +203,17 @@ def grade_tree(backend: str, tree: bytes, checks) -> list:
         return [one(checks[0])]
     with ThreadPoolExecutor(min(len(checks), pool.size)) as executor:
         return list(executor.map(one, checks))
+
+
+@atexit.register
+def _close_pools() -> None:
+    """Close this process's pools (their sandboxes, their docker clients) at exit."""
+    with _lock:
+        pools = [*_session_pools.values(), *_grader_pools.values()]
+        _session_pools.clear()
+        _grader_pools.clear()
+    for pool in pools:
+        try:
+            pool.close()
+        except Exception:
+            pass
