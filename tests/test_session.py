@@ -287,6 +287,23 @@ def test_the_pool_hands_out_fresh_sessions_only(backend):
         second.close()
 
 
+def test_the_pool_drops_sessions_that_died_while_they_waited(backend):
+    """A warm session whose sandbox is gone before it is taken (``envgym sandbox
+    gc`` removed its container, its process was killed) is not handed out."""
+    with SessionPool(backend, SessionLimits(timeout_s=10), size=2) as pool:
+        pool.wait_ready()
+        for waiting in list(pool._ready):
+            if backend == "docker":
+                waiting._box.container.remove(force=True)
+            else:
+                waiting._box._proc.kill()
+                waiting._box._proc.wait()
+        taken = pool.take(files={"task.txt": "alive"})
+        assert taken.exec("cat task.txt").output == "alive"
+        taken.close()
+        assert pool.take().exec("ls -A").output == ""
+
+
 def test_snapshots_keep_modes_and_links_and_feed_the_grader(backend):
     """The tree is what the trusted grader takes: modes, links and files the
     agent made unreadable included; a restore puts them back."""

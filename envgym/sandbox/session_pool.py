@@ -21,7 +21,13 @@ import time
 
 from envgym.sandbox.backends import gc, resolve_backend
 from envgym.sandbox.base import SandboxError
-from envgym.sandbox.session import Session, SessionLimits, open_session, tree_of
+from envgym.sandbox.session import (
+    Session,
+    SessionError,
+    SessionLimits,
+    open_session,
+    tree_of,
+)
 
 __all__ = ["SessionPool"]
 
@@ -90,26 +96,34 @@ class SessionPool:
         self, files: bytes | dict[str, str | bytes] | None = None, timeout_s: float = 120.0
     ) -> Session:
         """A started session no one has used, holding ``files`` (a tar archive
-        of the work directory, or relative name -> content) in /work."""
+        of the work directory, or relative name -> content) in /work.
+
+        A waiting session can die before it is taken (its container removed
+        by ``envgym sandbox gc``, its process killed): loading the files, or an
+        empty tree, is one round trip that proves it alive, and a dead one is
+        dropped for the next."""
         deadline = time.monotonic() + timeout_s
-        with self._cond:
-            while not self._ready:
-                if self._closed:
-                    raise SandboxError("this SessionPool is closed")
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    why = f": the last start failed: {self._error}" if self._error else ""
-                    raise SandboxError(f"no session started in {timeout_s:g} s{why}")
-                self._cond.wait(min(remaining, 1.0))
-            session = self._ready.popleft()
-            self._cond.notify_all()
-        if files:
+        tree = tree_of(files) if isinstance(files, dict) else files or tree_of({})
+        while True:
+            with self._cond:
+                while not self._ready:
+                    if self._closed:
+                        raise SandboxError("this SessionPool is closed")
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        why = f": the last start failed: {self._error}" if self._error else ""
+                        raise SandboxError(f"no session started in {timeout_s:g} s{why}")
+                    self._cond.wait(min(remaining, 1.0))
+                session = self._ready.popleft()
+                self._cond.notify_all()
             try:
-                session.restore(tree_of(files) if isinstance(files, dict) else files)
+                session.restore(tree)
+            except SessionError:
+                continue  # it died while it waited (restore closed it): the next one
             except BaseException:
                 session.close()
                 raise
-        return session
+            return session
 
     @property
     def ready(self) -> int:
