@@ -292,3 +292,20 @@ sys.exit(0 if TOKEN in done.stdout else 1)
         TOKEN=TOKEN,
     )
     assert not verdict(box, tree(f("solve.py", SNOOP)), runs)
+
+
+@pytest.mark.parametrize("backend", backend_params(("bwrap", "docker")))
+def test_a_grader_sandbox_that_died_between_episodes_still_grades(backend):
+    """A grader sandbox whose container was removed (``envgym sandbox gc``) or
+    whose process was killed gives a verdict, not a failed check: the job the
+    sandbox could not run is run once more on its replacement."""
+    require_backend(backend)
+    with open_sandbox(backend=backend) as sandbox:
+        assert verdict(sandbox, tree(f("answer.txt", TOKEN)), TOKEN_CHECK)
+        if backend == "docker":
+            sandbox.container.remove(force=True)
+        else:
+            sandbox._proc.kill()
+            sandbox._proc.wait()
+        assert verdict(sandbox, tree(f("answer.txt", TOKEN)), TOKEN_CHECK)
+        assert not verdict(sandbox, tree(f("answer.txt", "wrong")), TOKEN_CHECK)

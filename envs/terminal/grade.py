@@ -132,12 +132,20 @@ def run_checks(box, tree: bytes, checks: Sequence[Check]) -> list[CheckResult]:
     """Each check's verdict on the final ``tree`` (a tar archive of the work
     directory's contents), each in a fresh job of ``box`` (a started sandbox
     from `envgym.sandbox.open_sandbox`; never the agent's own session). A check
-    has the sandbox's job time limit less 2 s (for unpacking), at least 1 s."""
+    has the sandbox's job time limit less 2 s (for unpacking), at least 1 s. A
+    job the sandbox failed to run (`ExecResult.error`) is run once more on the
+    sandbox that replaced it."""
     results = []
     job = _JOB.replace("TIMEOUT", repr(max(1.0, box.limits.timeout_s - 2.0)))
     job = job.replace("CHECK_PRELUDE", repr(_CHECK_PRELUDE))
+    files = {"tree.tar": tree}
     for check in checks:
-        done = box.run(job, language="python", files={"tree.tar": tree, "check.py": check.code})
+        done = box.run(job, language="python", files={**files, "check.py": check.code})
+        if done.error is not None:
+            # The sandbox itself failed (its container removed by `envgym sandbox
+            # gc`, say), not the check: it has been replaced; run the check once
+            # more there. A check that fails is a verdict and is never re-run.
+            done = box.run(job, language="python", files={**files, "check.py": check.code})
         if done.ok:
             results.append(CheckResult(check.name, True))
         else:
