@@ -1,7 +1,9 @@
 #!/bin/sh
 # Build the sandbox's root filesystem from Debian packages: a minimal Debian
-# (debootstrap --variant=minbase) with python3 and numpy, and the folders the
-# sandboxes mount over. No container registry is involved.
+# (debootstrap --variant=minbase) with python3 and numpy, the tools terminal
+# tasks use (git, make, jq, patch, file, bzip2, xz, pytest), and the folders the
+# sandboxes mount over. No container registry is involved. envgym rebuilds the
+# folder when this script changes (it stamps the script's hash into it).
 #
 #   sh containers/build-rootfs.sh DEST [SUITE]
 #
@@ -47,7 +49,7 @@ tmp="$dest.partial"
 rm -rf "$tmp"
 mkdir -p "$tmp"
 echo "debootstrap $suite from $mirror into $dest (about a minute)" >&2
-debootstrap --variant=minbase --include=python3,python3-numpy "$suite" "$tmp" "$mirror" >&2
+debootstrap --variant=minbase --include=python3,python3-numpy,python3-pytest,git,make,jq,patch,file,bzip2,xz-utils "$suite" "$tmp" "$mirror" >&2
 mkdir -p "$tmp/work" "$tmp/opt/envgym"
 chmod 1777 "$tmp/work"
 # Nothing in the sandbox needs apt's lists or caches.

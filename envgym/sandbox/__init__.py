@@ -147,6 +147,7 @@ def doctor(
         docker_client,
         image_problem,
         rootfs_path,
+        rootfs_problem,
     )
 
     rows: list[tuple[str, bool, str]] = []
@@ -167,11 +168,12 @@ def doctor(
 
     rootfs = rootfs_path()
     has_rootfs = (rootfs / "usr" / "bin" / "python3").exists()
+    stale = rootfs_problem(rootfs) if has_rootfs else None
     rows.append(
         (
             "sandbox root filesystem",
-            has_rootfs,
-            str(rootfs)
+            has_rootfs and stale is None,
+            stale or str(rootfs)
             if has_rootfs
             else (
                 f"not built at {rootfs} (`envgym sandbox build`); bwrap uses the host's /usr "

@@ -61,6 +61,35 @@ def rootfs_path() -> Path:
     return cache_dir() / "sandbox" / "rootfs"
 
 
+#: File in the root filesystem holding the hash of the build script that made it.
+ROOTFS_STAMP = Path("etc") / "envgym-rootfs"
+#: Base image label holding the same hash.
+ROOTFS_LABEL = "envgym.rootfs"
+
+
+def rootfs_recipe_hash() -> str:
+    """Hash of ``containers/build-rootfs.sh``: a root filesystem made by another
+    version of the script (other packages) is rebuilt."""
+    return hashlib.sha256((containers_dir() / "build-rootfs.sh").read_bytes()).hexdigest()[:16]
+
+
+def rootfs_problem(rootfs: Path | None = None) -> str | None:
+    """Why the root filesystem can't be used as it is, or None when it can."""
+    rootfs = rootfs or rootfs_path()
+    if not (rootfs / "usr" / "bin" / "python3").exists():
+        return f"not built at {rootfs}; run `envgym sandbox build`"
+    try:
+        stamp = (rootfs / ROOTFS_STAMP).read_text().strip()
+    except OSError:
+        stamp = ""
+    if stamp != rootfs_recipe_hash():
+        return (
+            f"{rootfs} was built by an older containers/build-rootfs.sh (other packages); "
+            "run `envgym sandbox build`"
+        )
+    return None
+
+
 def runner_hash() -> str:
     digest = hashlib.sha256()
     for path in RUNNER_FILES:
@@ -96,8 +125,14 @@ def image_problem(client, image: str) -> str | None:
         found = client.images.get(image)
     except docker.errors.ImageNotFound:
         return f"image {image} is not built; run `envgym sandbox build`"
-    if image == SANDBOX_IMAGE and found.labels.get(RUNNER_LABEL) != runner_hash():
+    labels = found.labels or {}
+    if image == SANDBOX_IMAGE and labels.get(RUNNER_LABEL) != runner_hash():
         return f"image {image} carries an older job runner; run `envgym sandbox build`"
+    if image == BASE_IMAGE and labels.get(ROOTFS_LABEL) != rootfs_recipe_hash():
+        return (
+            f"image {image} was made from an older root filesystem (other packages); "
+            "run `envgym sandbox build`"
+        )
     return None
 
 
@@ -118,6 +153,7 @@ def build_rootfs(dest: Path | None = None, progress: Progress = print_progress) 
     dest.parent.mkdir(parents=True, exist_ok=True)
     progress(f"[1/3] root filesystem: debootstrap into {dest}")
     subprocess.run(["sh", str(containers_dir() / "build-rootfs.sh"), str(dest)], check=True)
+    (dest / ROOTFS_STAMP).write_text(rootfs_recipe_hash() + "\n")
     return dest
 
 
@@ -126,7 +162,8 @@ def _import_base(rootfs: Path, progress: Progress) -> None:
     tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
     try:
         subprocess.run(
-            ["docker", "import", "-", BASE_IMAGE],
+            ["docker", "import", "--change", f"LABEL {ROOTFS_LABEL}={rootfs_recipe_hash()}"]
+            + ["-", BASE_IMAGE],
             stdin=tar.stdout,
             check=True,
             stdout=subprocess.DEVNULL,
@@ -160,21 +197,17 @@ def build_image(client, dockerfile: str, context: Path, tag: str, labels: dict) 
 def build_images(rebuild_rootfs: bool = False, progress: Progress = print_progress) -> None:
     """Build whatever is missing: the root filesystem, the base and the sandbox image
     (the runtime image is `envgym.remote.image.build_runtime_image`'s, built after)."""
-    import docker
-
     client = docker_client()
     rootfs = rootfs_path()
-    fresh_rootfs = rebuild_rootfs or not (rootfs / "usr" / "bin" / "python3").exists()
+    stale = rootfs_problem(rootfs)
+    fresh_rootfs = rebuild_rootfs or stale is not None
     if fresh_rootfs:
+        if stale and rebuild_rootfs is False:
+            progress(f"root filesystem: {stale.split(';')[0]}")
         build_rootfs(rootfs, progress)
     else:
-        progress(f"[1/3] root filesystem: {rootfs} exists (--rebuild to redo it)")
-    try:
-        client.images.get(BASE_IMAGE)
-        have_base = True
-    except docker.errors.ImageNotFound:
-        have_base = False
-    if fresh_rootfs or not have_base:
+        progress(f"[1/3] root filesystem: {rootfs} is current (--rebuild to redo it)")
+    if fresh_rootfs or image_problem(client, BASE_IMAGE) is not None:
         _import_base(rootfs, progress)
     else:
         progress(f"[2/3] base image {BASE_IMAGE} exists")
