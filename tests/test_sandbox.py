@@ -501,3 +501,26 @@ def test_a_zygote_killed_with_messages_unread_is_reported_gone(tmp_path):
     finally:
         for pid, _ in zygote.ready:
             os.killpg(pid, signal.SIGKILL)
+
+
+def test_a_root_filesystem_from_an_older_build_script_is_reported_stale(tmp_path):
+    from envgym.sandbox.images import ROOTFS_STAMP, rootfs_problem, rootfs_recipe_hash
+
+    assert "not built" in rootfs_problem(tmp_path)
+    (tmp_path / "usr" / "bin").mkdir(parents=True)
+    (tmp_path / "usr" / "bin" / "python3").touch()
+    (tmp_path / "etc").mkdir()
+    # Built before the stamp existed, or by another version of the script: rebuilt.
+    assert "older containers/build-rootfs.sh" in rootfs_problem(tmp_path)
+    (tmp_path / ROOTFS_STAMP).write_text("0123456789abcdef\n")
+    assert "envgym sandbox build" in rootfs_problem(tmp_path)
+    (tmp_path / ROOTFS_STAMP).write_text(rootfs_recipe_hash() + "\n")
+    assert rootfs_problem(tmp_path) is None
+
+
+@pytest.mark.parametrize("tool", ["git --version", "make --version", "jq --version", "patch -v"])
+def test_terminal_task_tools_are_in_the_sandbox(box, backend, tool):
+    if backend == "process":
+        pytest.skip("the process backend runs the host's tools")
+    result = box.run(tool, language="bash")
+    assert result.exit_code == 0, result.stderr
