@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
+import threading
 import types
 from pathlib import Path
 
@@ -75,3 +77,35 @@ def test_the_sessions_benchmark_reports_every_row():
         assert any(name.startswith(wanted) for name in names), (wanted, names)
     assert any("bisect-hard-0" in name for name in names)
     assert rows["episodes/s (pool of 4, 4 threads)"][0] > 0
+
+
+def test_repofix_tasks_generate_side_by_side_in_threads():
+    """The oracle benchmark's thread workers reset RepoFix envs at once: each
+    reset runs the generated package in this process, and once failed with
+    "dictionary changed size during iteration" when another thread imported
+    meanwhile. Threads switching as often as possible make that race likely."""
+    from envgym.envs.terminal.repofix import make_repo_task
+
+    seeds = range(24)
+    alone = {seed: make_repo_task(seed, "easy") for seed in seeds}
+    made, errors = {}, []
+
+    def work(offset: int) -> None:
+        try:
+            for seed in seeds[offset::4]:
+                made[seed] = make_repo_task(seed, "easy")
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors
+    assert made == alone
