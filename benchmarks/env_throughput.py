@@ -438,9 +438,10 @@ def main(argv: list[str] | None = None) -> int:
     records = []
     for env_id, level, steps, wrapped, p50, p99 in rows:
         ratio = steps / base_steps
+        shown = f"{ratio:.2f}" if ratio >= 0.01 else f"{ratio:.0e}"  # sandbox rows: tiny
         print(
             f"{env_id:36} {level:7} {steps:>10,.0f} "
-            f"{'-' if wrapped is None else f'{wrapped:,.0f}':>10} {ratio:>6.2f}x "
+            f"{'-' if wrapped is None else f'{wrapped:,.0f}':>10} {shown:>6}x "
             f"{p50:>8.3f}ms {'-' if p99 is None else f'{p99:.3f}ms':>10}"
         )
         records.append(

@@ -10,9 +10,11 @@ reply runs the task's reference solution (the session taken from the pool,
 the starting tree put in, the task's set-up and the solution run), its second
 is ``<done/>`` (the final tree snapshotted and every check run by the trusted
 grader in fresh sandbox jobs). Episodes/s counts whole episodes, grading
-included, from the first step after a warm-up round. The tasks go round a
-fixed schedule shared by the 4 envs: every Terminal family at every level
-(33 tasks), every RepoFix level; each must succeed.
+included, from the first step after a warm-up round; the envs step in
+lockstep, as a trainer's batch does (a vector step waits for the slowest of
+the four). The tasks go round a fixed schedule shared by the 4 envs: every
+Terminal family at every level (33 tasks), every RepoFix level; each must
+succeed.
 
 Per row: episodes/s, and the p50 and p99 of each env's own calls: reset (a
 task generated; the shell is taken at the first command, not at reset), the
@@ -148,7 +150,7 @@ def oracle_row(
             for i in np.flatnonzero(terminated | truncated):
                 final = vec.final_info(int(i)) or {}
                 if not final.get("success"):
-                    failures += 1
+                    failures += done >= warm_up  # only timed episodes count
                     print(f"  {final.get('task_id')}: the oracle failed: {final.get('grade')}")
                 done += 1
                 if done == warm_up:
