@@ -361,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=100_000, help="steps per measurement")
     parser.add_argument("--resets", type=int, default=1000, help="resets per difficulty")
     parser.add_argument("--quick", action="store_true", help="20k steps, 200 resets")
+    parser.add_argument(
+        "--passes", type=int, default=3, help="passes per env's steps/s, the best kept (3)"
+    )
     parser.add_argument("--json", help="also write the numbers to this file")
     parser.add_argument("--ids", nargs="+", help="only these env ids (default: all)")
     parser.add_argument(
@@ -382,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
         help="the sandbox backend of the shell envs (Terminal-v0, RepoFix-v0; default: auto)",
     )
     args = parser.parse_args(argv)
+    if args.passes < 1:
+        parser.error("--passes must be at least 1")
     if args.quick:
         args.steps, args.resets = 20_000, 200
 
@@ -409,8 +414,8 @@ def main(argv: list[str] | None = None) -> int:
             # The longest episodes allowed: truncation resets stay out of the step timing.
             env = gym.make(spec.id, difficulty=level, max_turns=MAX_EPISODE_LENGTH, **kwargs)
             draws = rng.random(steps).tolist()
-            unwrapped = measure_steps(env.unwrapped, draws)
-            wrapped = measure_steps(env, draws)
+            unwrapped = measure_steps(env.unwrapped, draws, repeats=args.passes)
+            wrapped = measure_steps(env, draws, repeats=args.passes)
             reset_ms = measure_resets(env, resets)
             env.close()
             rows.append(
@@ -426,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"envgym {envgym.__version__}, Python {platform.python_version()}, {platform.machine()}")
     print(
-        f"best of 3 x {args.steps} steps and {args.resets} resets per row; "
+        f"best of {args.passes} x {args.steps} steps and {args.resets} resets per row; "
         "ratios against FrozenLake-v1\n"
     )
     header = (

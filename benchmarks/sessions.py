@@ -81,7 +81,7 @@ def measure(backend: str, runs: int, takes: int, episodes: int) -> dict[str, tup
     tree = tree_of(FILES)
     rows: dict[str, tuple[float, float]] = {}
     rows["start (open_session)"] = percentiles(
-        timed(lambda: open_session(backend, limits).close(), max(5, takes // 3))
+        timed(lambda: open_session(backend, limits).close(), max(2, takes // 3))
     )
     with SessionPool(backend, limits, size=4) as pool:
         samples = []
@@ -94,7 +94,7 @@ def measure(backend: str, runs: int, takes: int, episodes: int) -> dict[str, tup
         rows["reset: take (pool of 4, 10 files)"] = percentiles(samples)
         with pool.take(files=tree) as parent:
             samples = []
-            for _ in range(max(5, takes // 3)):
+            for _ in range(max(2, takes // 3)):
                 pool.wait_ready()
                 started = time.perf_counter()
                 child = parent.fork(pool)
@@ -110,10 +110,10 @@ def measure(backend: str, runs: int, takes: int, episodes: int) -> dict[str, tup
         rows["snapshot (10 files)"] = percentiles(timed(session.snapshot, runs // 4))
         rows["restore (10 files)"] = percentiles(timed(lambda: session.restore(snap), runs // 4))
         rows["fork (10 files)"] = percentiles(
-            timed(lambda: session.fork().close(), max(5, runs // 20))
+            timed(lambda: session.fork().close(), max(2, runs // 20))
         )
     with SessionPool(backend, limits, size=4) as pool:
-        task_rows(pool, max(5, takes // 3), rows)
+        task_rows(pool, max(2, takes // 3), rows)
     with SessionPool(backend, limits, size=4) as pool:
         pool.wait_ready()
         done = []
