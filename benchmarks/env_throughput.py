@@ -5,9 +5,15 @@ gets). Each reply names a move drawn at random from the step's own
 ``info["admissible_actions"]`` (uniform draws made before timing), so every
 reply is legal and the env does its full work; envs with open-text actions
 (Search, GuessNumber) get replies drawn from a fixed list of searches and
-answers instead. Game rows take a twentieth of the steps (each game step also
+answers instead; shell envs (Terminal, RepoFix: ids tagged ``terminal``) get
+``<bash>`` commands drawn from the current task's ``vocabulary`` (what the
+random agent types), each run in the episode's sandboxed shell on the
+``--sandbox`` backend. Game rows take a twentieth of the steps (each game step also
 plays the opponents), Search rows a hundredth (each search step retrieves
-from 100,000 documents). Steps/s is
+from 100,000 documents), shell rows a thousandth (each step is a command in
+a sandbox; the first of each pass also takes the shell from the pool and runs
+the task's set-up) and a tenth of the resets (a shell env's reset generates
+the task; its shell is taken at the first command). Steps/s is
 the best of three passes; reset latency percentiles use every reset.
 Gymnasium's own FrozenLake-v1, an integer-action toy env, is measured in the
 same run as the baseline, so the ratios hold on a noisy machine.
@@ -36,6 +42,7 @@ of the SQLite store by value).
     python benchmarks/env_throughput.py            # every id, every difficulty
     python benchmarks/env_throughput.py --quick    # fewer samples
     python benchmarks/env_throughput.py --ids envgym/Shop-v0 --shop-sizes 50000 500000
+    python benchmarks/env_throughput.py --ids envgym/Terminal-v0 --sandbox bwrap
 """
 
 from __future__ import annotations
@@ -65,6 +72,18 @@ OPEN_TEXT_REPLIES = (
 )
 
 
+def random_reply(env: gym.Env, info: dict, u: float) -> str:
+    """A reply drawn with ``u`` in [0, 1): an admissible move, else a command of
+    the task's vocabulary (shell envs), else a search or an answer."""
+    moves = info.get("admissible_actions")
+    if moves:
+        return f"<answer>{moves[int(u * len(moves))]}</answer>"
+    vocabulary = getattr(getattr(env.unwrapped, "task", None), "vocabulary", None)
+    if vocabulary:
+        return f"<bash>{vocabulary[int(u * len(vocabulary))]}</bash>"
+    return OPEN_TEXT_REPLIES[int(u * len(OPEN_TEXT_REPLIES))]
+
+
 def measure_steps(env: gym.Env, draws: list[float], seed: int = 0, repeats: int = 3) -> float:
     """Steps per second, counting only time spent inside step(); each reply names
     a move drawn (with `draws`) from the current ``info["admissible_actions"]``.
@@ -75,11 +94,7 @@ def measure_steps(env: gym.Env, draws: list[float], seed: int = 0, repeats: int 
         _, info = env.reset(seed=seed + attempt)
         busy = 0.0
         for u in draws:
-            moves = info.get("admissible_actions")
-            if moves:
-                reply = f"<answer>{moves[int(u * len(moves))]}</answer>"
-            else:
-                reply = OPEN_TEXT_REPLIES[int(u * len(OPEN_TEXT_REPLIES))]
+            reply = random_reply(env, info, u)
             start = clock()
             _, _, terminated, truncated, info = env.step(reply)
             busy += clock() - start
@@ -346,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=100_000, help="steps per measurement")
     parser.add_argument("--resets", type=int, default=1000, help="resets per difficulty")
     parser.add_argument("--quick", action="store_true", help="20k steps, 200 resets")
+    parser.add_argument(
+        "--passes", type=int, default=3, help="passes per env's steps/s, the best kept (3)"
+    )
     parser.add_argument("--json", help="also write the numbers to this file")
     parser.add_argument("--ids", nargs="+", help="only these env ids (default: all)")
     parser.add_argument(
@@ -360,7 +378,15 @@ def main(argv: list[str] | None = None) -> int:
         default=[50_000, 500_000],
         help="catalogue sizes for the Shop index timings (default: 50000 500000)",
     )
+    parser.add_argument(
+        "--sandbox",
+        default="auto",
+        choices=("auto", "docker", "bwrap"),
+        help="the sandbox backend of the shell envs (Terminal-v0, RepoFix-v0; default: auto)",
+    )
     args = parser.parse_args(argv)
+    if args.passes < 1:
+        parser.error("--passes must be at least 1")
     if args.quick:
         args.steps, args.resets = 20_000, 200
 
@@ -379,27 +405,33 @@ def main(argv: list[str] | None = None) -> int:
         steps = args.steps // 20 if "game" in spec.tags else args.steps
         if "search" in spec.tags or "shopping" in spec.tags:
             steps = args.steps // 100
+        resets, kwargs, name = args.resets, {}, spec.id
+        if "terminal" in spec.tags:  # every step a command in a sandboxed shell
+            steps, resets = max(10, args.steps // 1000), max(20, args.resets // 10)
+            kwargs = {"sandbox": args.sandbox}
+            name = f"{spec.id} ({args.sandbox})"
         for level in spec.difficulties:
             # The longest episodes allowed: truncation resets stay out of the step timing.
-            env = gym.make(spec.id, difficulty=level, max_turns=MAX_EPISODE_LENGTH)
+            env = gym.make(spec.id, difficulty=level, max_turns=MAX_EPISODE_LENGTH, **kwargs)
             draws = rng.random(steps).tolist()
-            unwrapped = measure_steps(env.unwrapped, draws)
-            wrapped = measure_steps(env, draws)
-            resets = measure_resets(env, args.resets)
+            unwrapped = measure_steps(env.unwrapped, draws, repeats=args.passes)
+            wrapped = measure_steps(env, draws, repeats=args.passes)
+            reset_ms = measure_resets(env, resets)
+            env.close()
             rows.append(
                 (
-                    spec.id,
+                    name,
                     level,
                     unwrapped,
                     wrapped,
-                    percentile(resets, 50),
-                    percentile(resets, 99),
+                    percentile(reset_ms, 50),
+                    percentile(reset_ms, 99),
                 )
             )
 
     print(f"envgym {envgym.__version__}, Python {platform.python_version()}, {platform.machine()}")
     print(
-        f"best of 3 x {args.steps} steps and {args.resets} resets per row; "
+        f"best of {args.passes} x {args.steps} steps and {args.resets} resets per row; "
         "ratios against FrozenLake-v1\n"
     )
     header = (
@@ -411,9 +443,10 @@ def main(argv: list[str] | None = None) -> int:
     records = []
     for env_id, level, steps, wrapped, p50, p99 in rows:
         ratio = steps / base_steps
+        shown = f"{ratio:.2f}" if ratio >= 0.01 else f"{ratio:.0e}"  # sandbox rows: tiny
         print(
             f"{env_id:36} {level:7} {steps:>10,.0f} "
-            f"{'-' if wrapped is None else f'{wrapped:,.0f}':>10} {ratio:>6.2f}x "
+            f"{'-' if wrapped is None else f'{wrapped:,.0f}':>10} {shown:>6}x "
             f"{p50:>8.3f}ms {'-' if p99 is None else f'{p99:.3f}ms':>10}"
         )
         records.append(

@@ -3,15 +3,19 @@
 For each backend, in one run so the rows compare:
 
 - start: `open_session` from nothing (a container or bubblewrap started);
-- take: `SessionPool.take(files=...)` from a warm pool of 4 (a session ready,
-  a small starting tree put in; the pool refills between takes, untimed);
+- reset (take): `SessionPool.take(files=...)` from a warm pool of 4 (a session
+  ready, a small starting tree put in: what an env's reset, or its first
+  command, costs; the pool refills between takes, untimed);
 - exec: the round trip of ``true`` and of a typical command (``cd``, a file,
   an exported variable) in a warm session;
-- snapshot, restore and fork of a small tree (fork: a fresh start, or from a pool);
+- snapshot, restore and fork of a small tree (fork: a fresh start, or from a pool),
+  and of a task's tree: Terminal-v0's ``bisect-hard-0`` after its set-up (a
+  git repository and 20 releases, 121 entries, 280 KB of tar);
 - episodes/s: 4 threads each taking a session from a pool of 4, running 5
   commands and a snapshot (the grader's input), and closing it.
 
     python benchmarks/sessions.py [--backends docker,bwrap] [--runs 200] [--takes 30]
+        [--episodes 40]
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import statistics
 import threading
 import time
 
+from envgym.envs.terminal.families import make_task
+from envgym.envs.terminal.grade import starting_tree
 from envgym.sandbox import SessionLimits, SessionPool, open_session
 from envgym.sandbox.session import tree_of
 
@@ -49,12 +55,33 @@ def timed(action, runs: int) -> list[float]:
     return samples
 
 
+def task_rows(pool: SessionPool, runs: int, rows: dict) -> None:
+    """Snapshot, restore and fork into ``pool`` of a real task's tree after set-up."""
+    task = make_task("bisect", 0, "hard")
+    with pool.take(files=starting_tree(task)) as session:
+        done = session.exec(f"bash -e <<'SETUP_EOF'\n{task.setup}\nSETUP_EOF")
+        if not done.ok:
+            raise SystemExit(f"the set-up of {task.task_id} failed: {done.output[-300:]}")
+        snap = session.snapshot()
+        label = f"{task.task_id}, {len(snap.tree) // 1024} KB"
+        rows[f"snapshot ({label})"] = percentiles(timed(session.snapshot, runs))
+        rows[f"restore ({label})"] = percentiles(timed(lambda: session.restore(snap), runs))
+        samples = []
+        for _ in range(runs):
+            pool.wait_ready()
+            started = time.perf_counter()
+            child = session.fork(pool)
+            samples.append(time.perf_counter() - started)
+            child.close()
+        rows[f"fork into the pool ({label})"] = percentiles(samples)
+
+
 def measure(backend: str, runs: int, takes: int, episodes: int) -> dict[str, tuple[float, float]]:
     limits = SessionLimits(timeout_s=30)
     tree = tree_of(FILES)
     rows: dict[str, tuple[float, float]] = {}
     rows["start (open_session)"] = percentiles(
-        timed(lambda: open_session(backend, limits).close(), max(5, takes // 3))
+        timed(lambda: open_session(backend, limits).close(), max(2, takes // 3))
     )
     with SessionPool(backend, limits, size=4) as pool:
         samples = []
@@ -64,10 +91,10 @@ def measure(backend: str, runs: int, takes: int, episodes: int) -> dict[str, tup
             session = pool.take(files=tree)
             samples.append(time.perf_counter() - started)
             session.close()
-        rows["take (pool of 4, 10 files)"] = percentiles(samples)
+        rows["reset: take (pool of 4, 10 files)"] = percentiles(samples)
         with pool.take(files=tree) as parent:
             samples = []
-            for _ in range(max(5, takes // 3)):
+            for _ in range(max(2, takes // 3)):
                 pool.wait_ready()
                 started = time.perf_counter()
                 child = parent.fork(pool)
@@ -83,8 +110,10 @@ def measure(backend: str, runs: int, takes: int, episodes: int) -> dict[str, tup
         rows["snapshot (10 files)"] = percentiles(timed(session.snapshot, runs // 4))
         rows["restore (10 files)"] = percentiles(timed(lambda: session.restore(snap), runs // 4))
         rows["fork (10 files)"] = percentiles(
-            timed(lambda: session.fork().close(), max(5, runs // 20))
+            timed(lambda: session.fork().close(), max(2, runs // 20))
         )
+    with SessionPool(backend, limits, size=4) as pool:
+        task_rows(pool, max(2, takes // 3), rows)
     with SessionPool(backend, limits, size=4) as pool:
         pool.wait_ready()
         done = []

@@ -20,9 +20,12 @@ from envgym.parsing import parse_tag, parse_tool_calls, strip_think
 from envgym.sandbox import SandboxPool, SessionLimits, SessionPool, resolve_backend
 from envgym.text import to_ascii
 
-#: Warm sessions kept per (backend, limits), and grader sandboxes per backend.
+#: Warm sessions kept per (backend, limits), and grader sandboxes per backend, by
+#: default (an env's ``session_pool_size`` and ``grader_pool_size`` choose others).
 SESSION_POOL_SIZE = 2
 GRADER_POOL_SIZE = 3
+#: The largest pool an env may ask for (each member is a started sandbox).
+MAX_POOL_SIZE = 64
 #: Characters of a command's output an observation shows (the session cuts it
 #: at `SessionLimits.output_bytes` already, with a marker).
 OUTPUT_CHARS = 8_000
@@ -152,23 +155,24 @@ _session_pools: dict[tuple, SessionPool] = {}
 _grader_pools: dict[tuple, SandboxPool] = {}
 
 
-def session_pool(backend: str, limits: SessionLimits) -> SessionPool:
-    """This process's pool of warm sessions of ``backend`` with ``limits``."""
-    key = (os.getpid(), resolve_backend(backend), limits)
+def session_pool(backend: str, limits: SessionLimits, size: int = SESSION_POOL_SIZE) -> SessionPool:
+    """This process's pool of ``size`` warm sessions of ``backend`` with ``limits``
+    (envs that ask for the same share it)."""
+    key = (os.getpid(), resolve_backend(backend), limits, size)
     with _lock:
         pool = _session_pools.get(key)
         if pool is None or pool._closed:
-            pool = _session_pools[key] = SessionPool(key[1], limits, size=SESSION_POOL_SIZE)
+            pool = _session_pools[key] = SessionPool(key[1], limits, size=size)
         return pool
 
 
-def grader_pool(backend: str) -> SandboxPool:
-    """This process's sandboxes for the trusted grader's jobs on ``backend``."""
-    key = (os.getpid(), resolve_backend(backend))
+def grader_pool(backend: str, size: int = GRADER_POOL_SIZE) -> SandboxPool:
+    """This process's ``size`` sandboxes for the trusted grader's jobs on ``backend``."""
+    key = (os.getpid(), resolve_backend(backend), size)
     with _lock:
         pool = _grader_pools.get(key)
         if pool is None or pool._closed:
-            pool = _grader_pools[key] = SandboxPool(size=GRADER_POOL_SIZE, backend=key[1])
+            pool = _grader_pools[key] = SandboxPool(size=size, backend=key[1])
         return pool
 
 
@@ -190,10 +194,11 @@ def close_later(session) -> None:
         session.close()
 
 
-def grade_tree(backend: str, tree: bytes, checks) -> list:
+def grade_tree(backend: str, tree: bytes, checks, pool_size: int = GRADER_POOL_SIZE) -> list:
     """Each check's verdict on ``tree``, every check in a fresh job of its own
-    (as `grade.run_checks` runs them), the jobs side by side on the grader pool."""
-    pool = grader_pool(backend)
+    (as `grade.run_checks` runs them), the jobs side by side on the grader pool
+    of ``pool_size`` sandboxes."""
+    pool = grader_pool(backend, pool_size)
 
     def one(check):
         with pool.lease() as box:

@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from envgym.arguments import check_int
 from envgym.core import MAX_TASK_SEED, Preset, TextEnv, Turn, check_number, short_repr
 from envgym.envs.terminal import runtime
 from envgym.envs.terminal.families import FAMILIES, make_task
@@ -92,7 +93,13 @@ class ShellTaskEnv(TextEnv):
     system_prompt: ClassVar[str] = (
         "You work in a Linux shell to complete a task. " + runtime.HOW_TO_ACT
     )
-    snapshot_exclude: ClassVar[tuple[str, ...]] = ("_session", "_backend", "_limits")
+    snapshot_exclude: ClassVar[tuple[str, ...]] = (
+        "_session",
+        "_backend",
+        "_limits",
+        "session_pool_size",
+        "grader_pool_size",
+    )
 
     def __init__(
         self,
@@ -101,6 +108,8 @@ class ShellTaskEnv(TextEnv):
         max_turns: int | None = None,
         sandbox: str = "auto",
         format_penalty: float = 0.1,
+        session_pool_size: int = runtime.SESSION_POOL_SIZE,
+        grader_pool_size: int = runtime.GRADER_POOL_SIZE,
         render_mode: str | None = None,
     ) -> None:
         super().__init__(difficulty=difficulty, render_mode=render_mode, max_turns=max_turns)
@@ -110,6 +119,13 @@ class ShellTaskEnv(TextEnv):
                 "(sessions need an isolating sandbox)"
             )
         self.format_penalty = check_number(format_penalty, "format_penalty", 0.0, 1.0)
+        meaning = "started sandboxes this process keeps for such envs"
+        self.session_pool_size = check_int(
+            session_pool_size, "session_pool_size", 1, runtime.MAX_POOL_SIZE, meaning
+        )
+        self.grader_pool_size = check_int(
+            grader_pool_size, "grader_pool_size", 1, runtime.MAX_POOL_SIZE, meaning
+        )
         self._backend = sandbox
         self._limits = SessionLimits(timeout_s=COMMAND_TIMEOUT_S, output_bytes=16 * 1024)
         self._session = None
@@ -141,7 +157,7 @@ class ShellTaskEnv(TextEnv):
         """The episode's session, started on its first command: the task's
         starting tree loaded and its ``setup`` run."""
         if self._session is None:
-            pool = runtime.session_pool(self._backend, self._limits)
+            pool = runtime.session_pool(self._backend, self._limits, self.session_pool_size)
             session = pool.take(files=starting_tree(self.task))
             try:
                 if self.task.setup.strip():
@@ -232,7 +248,7 @@ class ShellTaskEnv(TextEnv):
             why = "the work directory is unchanged" if tree is not None else "nothing was done"
             results = [(c.name, False, f"not graded: {why}") for c in checks]
         else:
-            verdicts = runtime.grade_tree(self._backend, tree, checks)
+            verdicts = runtime.grade_tree(self._backend, tree, checks, self.grader_pool_size)
             results = [(r.name, r.passed, r.reason) for r in verdicts]
         passed = sum(ok for _, ok, _ in results)
         components = dict(components)
@@ -264,7 +280,8 @@ class ShellTaskEnv(TextEnv):
         self._close_session()
         saved = snapshot.get("session") if isinstance(snapshot, dict) else None
         if saved is not None:
-            session = runtime.session_pool(self._backend, self._limits).take()
+            pool = runtime.session_pool(self._backend, self._limits, self.session_pool_size)
+            session = pool.take()
             try:
                 session.restore(saved)
             except BaseException:
@@ -344,6 +361,10 @@ _TERMINAL_DOC = (
     100,000). ``sandbox``: the sandbox backend of the shell and the grader, ``auto``
     (default), ``docker`` or ``bwrap``.
     ``format_penalty`` (0 to 1, default 0.1).
+    ``session_pool_size`` (default 2) and ``grader_pool_size`` (default 3), 1
+    to 64: the warm shells and the grader's sandboxes this process keeps for
+    the backend (envs asking for the same sizes share them; set both to the
+    number of episodes run at once, as `benchmarks/terminal_envs.py` does).
     ``reset(options={"task_id": "logs-easy-7"})`` plays that task.
 
     ## Version History
@@ -397,6 +418,10 @@ _REPOFIX_DOC = (
     100,000). ``sandbox``: the sandbox backend of the shell and the grader, ``auto``
     (default), ``docker`` or ``bwrap``.
     ``format_penalty`` (0 to 1, default 0.1).
+    ``session_pool_size`` (default 2) and ``grader_pool_size`` (default 3), 1
+    to 64: the warm shells and the grader's sandboxes this process keeps for
+    the backend (envs asking for the same sizes share them; set both to the
+    number of episodes run at once, as `benchmarks/terminal_envs.py` does).
     ``reset(options={"task_id": "repofix-easy-7"})`` plays that task.
 
     ## Version History

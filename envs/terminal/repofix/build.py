@@ -55,7 +55,9 @@ def evaluate(sources: dict[str, str], exprs: list[str]) -> list[tuple[str, objec
                 outcomes.append(("raise", exc))
         return outcomes
     finally:
-        for key in [k for k in sys.modules if k == root or k.startswith(root + ".")]:
+        # A copy: another thread's import (a vector env's thread workers generate
+        # tasks side by side) may change sys.modules while this loop looks at it.
+        for key in [k for k in list(sys.modules) if k == root or k.startswith(root + ".")]:
             del sys.modules[key]
 
 
