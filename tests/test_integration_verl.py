@@ -250,3 +250,37 @@ def test_without_verl_the_error_names_the_extra(monkeypatch):
         importlib.import_module("envgym.integrations.verl")
     assert caught.value.extra == "verl"
     assert "pip install 'envgym[verl]'" in str(caught.value)
+
+
+def test_the_grpo_example_config_composes_with_verls_and_drives_its_worker(model_dir):
+    """examples/verl_grpo_sokoban.yaml, composed by hydra over verl's own
+    ppo_trainer config as ``verl.trainer.main_ppo`` composes it, is GRPO with
+    envgym's loop as the default agent loop, and verl's worker built from it
+    plays a row of `dataset_rows` (the model swapped for the tiny one)."""
+    from pathlib import Path
+
+    import hydra
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    with hydra.initialize_config_dir(config_dir=str(examples), version_base=None):
+        cfg = hydra.compose(
+            config_name="verl_grpo_sokoban",
+            overrides=[
+                f"actor_rollout_ref.model.path={model_dir}",
+                f"actor_rollout_ref.rollout.agent.agent_loop_config_path={examples}/verl_agent_loops.yaml",
+            ],
+        )
+    assert cfg.algorithm.adv_estimator == "grpo"
+    assert cfg.actor_rollout_ref.rollout.n > 1 and cfg.actor_rollout_ref.rollout.multi_turn.enable
+    assert cfg.actor_rollout_ref.rollout.agent.default_agent_loop == adapter.AGENT_NAME
+    assert cfg.trainer.device == "cuda"  # verl's default; training needs the GPU
+
+    obs, _ = gym.make("envgym/Sokoban-v0", difficulty="easy").reset(seed=4)
+    worker = make_worker(cfg, {obs: ["<answer>Up</answer>"] * 20})
+    rows = adapter.dataset_rows("envgym/Sokoban-v0", [4], {"difficulty": "easy"})
+    del rows[0]["agent_name"]  # the config's default agent loop applies
+    out = asyncio.run(worker.generate_sequences(batch_of(rows)))
+    assert out.non_tensor_batch["env_turns"][0] >= 1
+    assert out.batch["rm_scores"][0].sum().item() == pytest.approx(
+        sum(out.non_tensor_batch["turn_scores"][0]), abs=1e-5
+    )

@@ -246,12 +246,13 @@ def dataset_rows(
     seeds: Sequence[int],
     env_kwargs: Mapping[str, Any] | None = None,
     data_source: str | None = None,
+    agent_name: str = AGENT_NAME,
 ) -> list[dict[str, Any]]:
     """One verl dataset row per seed, for ``pandas.DataFrame(rows).to_parquet``:
     ``prompt`` (the env's first conversation, which verl's dataset tokenizes to
     filter long prompts; the loop rebuilds it from the seed), ``data_source``,
-    ``agent_name`` (``envgym_agent``) and ``extra_info`` with ``env_id``,
-    ``seed`` and ``env_kwargs`` (JSON text)."""
+    ``agent_name`` (`AGENT_NAME`, or the name of an agent-loop config entry)
+    and ``extra_info`` with ``env_id``, ``seed`` and ``env_kwargs`` (JSON text)."""
     kwargs = dict(env_kwargs or {})
     env = gym.make(env_id, **kwargs)
     rows = []
@@ -265,7 +266,7 @@ def dataset_rows(
                 {
                     "data_source": data_source or env_id,
                     "prompt": prompt,
-                    "agent_name": AGENT_NAME,
+                    "agent_name": agent_name,
                     "extra_info": {
                         "index": index,
                         "env_id": env_id,
