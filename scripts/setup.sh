@@ -21,6 +21,6 @@ extras=$(IFS=,; echo "$*")
 case ",$extras," in
 *,dev,*)
     "${pip[@]}" --no-deps "verl==0.9.1"
-    "${pip[@]}" "tensordict>=0.8,<=0.10.0,!=0.9.0" "hydra-core>=1.3" "codetiming>=1.4"
+    "${pip[@]}" "tensordict>=0.8,<=0.10.0,!=0.9.0" "hydra-core>=1.3" "codetiming>=1.4" "cachetools>=5"
     ;;
 esac

@@ -169,3 +169,17 @@ def test_without_skyrl_gym_the_error_names_the_extra(monkeypatch):
         importlib.import_module("envgym.integrations.skyrl")
     assert caught.value.extra == "skyrl"
     assert "pip install 'envgym[skyrl]'" in str(caught.value)
+
+
+def test_the_example_plays_its_rows(tmp_path, capsys, monkeypatch):
+    import runpy
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "skyrl_rollout.py"
+    out = tmp_path / "rows.json"
+    argv = [str(example), "--env", "envgym/TicTacToe-v0", "--seeds", "0", "1", "--out", str(out)]
+    monkeypatch.setattr(sys, "argv", argv)
+    runpy.run_path(str(example), run_name="__main__")
+    printed = capsys.readouterr().out
+    assert printed.count("terminated True") == 2 and "averaged as SkyRL logs them" in printed
+    assert [row["seed"] for row in json.loads(out.read_text())] == [0, 1]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import sys
 
 import gymnasium as gym
@@ -284,3 +285,23 @@ def test_the_grpo_example_config_composes_with_verls_and_drives_its_worker(model
     assert out.batch["rm_scores"][0].sum().item() == pytest.approx(
         sum(out.non_tensor_batch["turn_scores"][0]), abs=1e-5
     )
+
+
+def test_the_example_writes_the_rows_and_runs_the_cpu_check(model_dir, tmp_path, capsys):
+    """examples/verl_sokoban.py: the parquet rows the GRPO config reads, and its
+    CPU part (verl's worker with scripted moves) on two of them."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "verl_sokoban.py"
+    spec = importlib.util.spec_from_file_location("verl_sokoban_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    example.write_data(tmp_path, range(6), range(6, 8), {"difficulty": "easy"})
+    train = pd.read_parquet(tmp_path / "train.parquet")
+    assert list(train["extra_info"].map(lambda e: e["seed"])) == list(range(6))
+    assert set(train["agent_name"]) == {adapter.AGENT_NAME}
+    example.cpu_check(tmp_path, model_dir, rows=2)
+    printed = capsys.readouterr().out
+    assert printed.count("model (mask 1)") == 2 and "return on the last token" in printed
