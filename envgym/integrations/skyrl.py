@@ -37,9 +37,11 @@ What a dataset row (SkyRL's ``extras``: every column but the prompt and
 and ``env_kwargs`` (a dict, or JSON text of one, for ``gym.make``), at the top
 level or in ``extra_info``. The env's config section
 (``environment.skyrl_gym["envgym/Sokoban-v0"]``) may hold ``env_kwargs`` too;
-the row's win. SkyRL's ``max_turns`` (``generator.max_turns``) stops the loop
-on SkyRL's side; the env's own turn limit (its ``max_turns`` argument) is what
-sets ``truncated``, so keep SkyRL's at least as large.
+the row's win. SkyRL's generator also passes its ``generator.max_turns`` as
+``extras["max_turns"]`` for envs that take their turn limit from it; this env
+ignores it: the envgym env's own turn limit (its ``max_turns`` argument, in
+``env_kwargs``) ends the episode and sets ``truncated``, as in every envgym
+evaluation.
 """
 
 from __future__ import annotations
