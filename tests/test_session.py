@@ -52,6 +52,14 @@ def test_files_cwd_and_exported_variables_persist(backend):
         assert s.exec("pwd").output == "/work\n"
 
 
+def test_the_agent_owns_its_work_directory_so_git_works_there(backend):
+    # On docker /work was root's (mode 1777), and git refused every repository in it.
+    with session(backend) as s:
+        assert s.exec('test "$(stat -c %u /work)" = "$(id -u)"').ok
+        r = s.exec("git init -q repo && cd repo && git status --short && git rev-parse --git-dir")
+        assert r.ok and r.output.strip() == ".git", r.output
+
+
 def test_output_is_stdout_and_stderr_in_order_with_the_exit_status(backend):
     with session(backend) as s:
         r = s.exec("echo one; echo two >&2; echo three; exit 3")

@@ -185,6 +185,10 @@ def _docker_box(limits: Limits):
                 command += ["--connect", f"{CHANNEL_MOUNT}/{CHANNEL_SOCKET}"]
             # Programs the agent writes in /work and /tmp must run (docker's tmpfs is noexec).
             tmpfs = {path: f"{options},exec" for path, options in kwargs["tmpfs"].items()}
+            # The agent owns its work directory, as on bwrap: git refuses a repository
+            # in a folder owned by someone else ("dubious ownership").
+            uid, _, gid = kwargs["user"].partition(":")
+            tmpfs["/work"] += f",uid={uid},gid={gid or uid}"
             # The runner's share beside the jobs' quota, within what the machine has.
             nano_cpus = min(kwargs["nano_cpus"], (os.cpu_count() or 1) * 10**9)
             return {**kwargs, "command": command, "tmpfs": tmpfs, "nano_cpus": nano_cpus}
