@@ -53,6 +53,13 @@ __all__ = ["EnvironmentRefused", "TaskFolderError", "find_task_dirs", "load_task
 WORK = "/work"
 #: Where the oracle unpacks the task's solution files in the session.
 SOLUTION_DIR = "/tmp/envgym-solution"
+#: git refuses a repository in a folder another user owns (docker's /work is
+#: root's, mode 1777): the set-up, solution and tests trust it (as GIT_CONFIG_* values).
+GIT_SAFE = {
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "safe.directory",
+    "GIT_CONFIG_VALUE_0": "*",
+}
 #: Longest a test may run when the task names no time (the grader's job limit caps it).
 DEFAULT_TEST_TIMEOUT_S = 60.0
 #: Top-level entries of a terminal-bench folder (its build context) that no COPY takes.
@@ -345,7 +352,8 @@ def _solution_script(files: dict[str, bytes], workdir: str, env: dict[str, str])
         path = shlex.quote(f"{SOLUTION_DIR}/{rel}")
         encoded = base64.b64encode(data).decode()
         lines.append(f'mkdir -p "$(dirname {path})" && echo {encoded} | base64 -d > {path}')
-    exports = "".join(f"{k}={shlex.quote(_rewrite(v, workdir, WORK))} " for k, v in env.items())
+    values = {**GIT_SAFE, **{k: _rewrite(v, workdir, WORK) for k, v in env.items()}}
+    exports = "".join(f"{k}={shlex.quote(v)} " for k, v in values.items())
     lines.append(f"cd {WORK} && {exports}bash {SOLUTION_DIR}/solve.sh")
     return "\n".join(lines)
 
@@ -387,7 +395,11 @@ def load_task_dir(path: str | os.PathLike[str], task_id: str | None = None) -> T
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
         timeout = DEFAULT_TEST_TIMEOUT_S
     safe_env = {k: v for k, v in env.env.items() if not UNSAFE_ENV.match(k)}
-    checks = pytest_checks(task, tests, test_files, env.workdir, safe_env, float(timeout))
+    test_env = {**GIT_SAFE, **safe_env}
+    checks = pytest_checks(task, tests, test_files, env.workdir, test_env, float(timeout))
+    setup = "\n".join(_rewrite(s, env.workdir, WORK) for s in env.setup)
+    if setup:
+        setup = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in GIT_SAFE.items()) + setup
     difficulty = str(spec["difficulty"]).lower()
     listing = [f"cat {shlex.quote(p)}" for p in sorted(env.files)[:5]]
     return TerminalTask(
@@ -399,7 +411,7 @@ def load_task_dir(path: str | os.PathLike[str], task_id: str | None = None) -> T
         modes=dict(env.modes),
         checks=checks,
         solution=_solution_script(spec["solution"], env.workdir, safe_env),
-        setup="\n".join(_rewrite(s, env.workdir, WORK) for s in env.setup),
+        setup=setup,
         vocabulary=("ls", "ls -la", "pwd", *listing),
     )
 
