@@ -384,8 +384,11 @@ def load_task_dir(path: str | os.PathLike[str], task_id: str | None = None) -> T
         rel for rel in tests if "/" not in rel and re.match(r"\A(test_\w*|\w*_test)\.py\Z", rel)
     ]
     missing = [n for n in named if n not in tests]
-    if missing:
-        raise TaskFolderError(f"task {task}: its test script runs tests/{missing[0]}, not there")
+    if missing and tests:
+        raise TaskFolderError(
+            f"task {task}: its test script runs tests/{missing[0]}, which the task lacks; "
+            "put the test file in tests/ or fix the script"
+        )
     if not test_files:
         raise TaskFolderError(
             f"task {task} has no hidden tests: put pytest files (test_*.py) in tests/ "
