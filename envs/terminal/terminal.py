@@ -348,7 +348,7 @@ _TERMINAL_DOC = (
     ``reset(options={"task_id": "logs-easy-7"})`` plays that task.
     ``tasks``: instead of the generated families, terminal-bench or Harbor
     task folders (a task folder, a folder of them, or a glob; see
-    docs/task-folders.md), drawn uniformly with the reset's seed, the
+    docs/terminal-tasks.md), drawn uniformly with the reset's seed, the
     difficulty setting only the turn budget;
     ``reset(options={"task_id": FOLDER_NAME})`` plays that one.
 
