@@ -23,7 +23,10 @@ directory the copy of the agent's final tree):
   in pytest is close-on-exec, so a program the tests run never holds it and
   cannot open it through ``/proc``; nothing the agent's programs print or
   write to files is read as the verdict. The check passes when the test
-  passed (skipped is not passed) and pytest exited 0.
+  passed (skipped is not passed) and pytest exited 0;
+- once the tests are collected, the plugin deletes the imported test
+  modules' source, so a program the tests run cannot read expected values
+  from it (data files the tests read while running stay, readable by it).
 
 Code of the agent's that a test *imports* runs inside the pytest process and
 is beyond any runner's reach; terminal-bench and Harbor tests mostly run the
@@ -64,6 +67,17 @@ def pytest_runtest_logreport(report):
         _outcomes["skipped"] += 1
     elif report.when == "call":
         _outcomes["passed"] += 1
+
+def pytest_collection_finish(session):
+    # The test modules are imported: delete their source (and this plugin's),
+    # so the agent's programs the tests run find no expected values to copy.
+    import sys
+    loaded = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
+    for folder, dirs, files in os.walk(os.path.dirname(os.path.abspath(__file__))):
+        for name in files:
+            path = os.path.join(folder, name)
+            if name.endswith(".py") and path in loaded:
+                os.unlink(path)
 
 def pytest_sessionfinish(session, exitstatus):
     record = dict(_outcomes, reason=(_reason[0] if _reason else ""), status=int(exitstatus))
