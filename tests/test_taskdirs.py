@@ -218,3 +218,9 @@ def test_paths_that_are_no_task_folders_say_what_to_pass(tmp_path):
         load_tasks(str(tmp_path / "*"))
     with pytest.raises(TaskFolderError, match="neither task.yaml"):
         load_task_dir(tmp_path)
+    with pytest.raises(TypeError, match="a glob, or a list of them, not int"):
+        gym.make("envgym/Terminal-v0", tasks=7)
+    assert [t.task_id for t in load_tasks([SHIPPED / "tb-hello", SHIPPED / "tb-sales-report"])] == [
+        "tb-hello",
+        "tb-sales-report",
+    ]

@@ -455,7 +455,13 @@ def load_tasks(
     spec: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
 ) -> tuple[TerminalTask, ...]:
     """The tasks of every folder ``spec`` names (one spec or several), by task id."""
-    specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
+    specs = [spec] if isinstance(spec, (str, os.PathLike)) else spec
+    if not isinstance(specs, (list, tuple)) or not all(
+        isinstance(one, (str, os.PathLike)) for one in specs
+    ):
+        raise TypeError(
+            f"tasks must be a folder's path, a glob, or a list of them, not {type(spec).__name__}"
+        )
     if not specs:
         raise TaskFolderError("tasks= names no folder; pass a task folder, a folder or a glob")
     folders = [folder for one in specs for folder in find_task_dirs(one)]
