@@ -20,6 +20,7 @@ from envgym.envs.terminal.families import FAMILIES, make_task
 from envgym.envs.terminal.grade import starting_tree
 from envgym.envs.terminal.repofix import make_repo_task
 from envgym.envs.terminal.task import LEVELS, TerminalTask
+from envgym.envs.terminal.taskdirs import load_tasks
 from envgym.sandbox import SessionError, SessionExhausted, SessionLimits
 from envgym.text import to_ascii
 
@@ -366,6 +367,11 @@ _TERMINAL_DOC = (
     the backend (envs asking for the same sizes share them; set both to the
     number of episodes run at once, as `benchmarks/terminal_envs.py` does).
     ``reset(options={"task_id": "logs-easy-7"})`` plays that task.
+    ``tasks``: instead of the generated families, terminal-bench or Harbor
+    task folders (a task folder, a folder of them, or a glob; see
+    docs/terminal-tasks.md), drawn uniformly with the reset's seed, the
+    difficulty setting only the turn budget;
+    ``reset(options={"task_id": FOLDER_NAME})`` plays that one.
 
     ## Version History
     * v0: initial version.
@@ -376,15 +382,23 @@ _TERMINAL_DOC = (
 class TerminalEnv(ShellTaskEnv):
     __doc__ = _TERMINAL_DOC
 
-    def __init__(self, *, family: str | None = None, **kwargs: Any) -> None:
+    snapshot_exclude: ClassVar[tuple[str, ...]] = (*ShellTaskEnv.snapshot_exclude, "loaded")
+
+    def __init__(self, *, family: str | None = None, tasks: Any = None, **kwargs: Any) -> None:
         if family is not None and family not in FAMILIES:
             raise ValueError(
                 f"unknown family {short_repr(family)}; choose one of {', '.join(FAMILIES)}"
             )
+        if family is not None and tasks is not None:
+            raise ValueError("pass family= (generated tasks) or tasks= (task folders), not both")
+        #: Tasks loaded from terminal-bench/Harbor folders (`taskdirs`), or None.
+        self.loaded = load_tasks(tasks) if tasks is not None else None
         super().__init__(**kwargs)
         self.family = family
 
     def _draw_task(self, options: dict[str, Any]) -> TerminalTask:
+        if self.loaded is not None:
+            return _draw_loaded(self, self.loaded, options)
         families = tuple(FAMILIES) if self.family is None else (self.family,)
         if "task_id" in options:
             family, seed = _parse_task_id(options["task_id"], self.difficulty, families)
@@ -392,6 +406,22 @@ class TerminalEnv(ShellTaskEnv):
             family = families[int(self.np_random.integers(len(families)))]
             seed = _task_seed(self)
         return make_task(family, seed, self.difficulty)
+
+
+def _draw_loaded(
+    env: TextEnv, tasks: tuple[TerminalTask, ...], options: dict[str, Any]
+) -> TerminalTask:
+    """The loaded task ``options["task_id"]`` names, else one drawn with the reset's seed."""
+    if "task_id" not in options:
+        return tasks[int(env.np_random.integers(len(tasks)))]
+    for task in tasks:
+        if task.task_id == options["task_id"]:
+            return task
+    names = ", ".join(t.task_id for t in tasks[:10]) + (", ..." if len(tasks) > 10 else "")
+    raise ValueError(
+        f"unknown task_id {short_repr(options['task_id'])}: the loaded task folders are {names} "
+        "(a task's id is its folder's name)"
+    )
 
 
 _REPOFIX_DOC = (
