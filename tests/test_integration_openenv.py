@@ -2,8 +2,9 @@
 
 `EnvgymEnvClient`, an OpenEnv ``EnvClient`` with envgym's typed action,
 observation and state, plays a puzzle, a tool world and a game on a server
-started with ``envgym serve`` on 127.0.0.1; every episode's rewards, turns,
-task and success equal those of ``gym.make(id)`` stepped with the same replies.
+served by ``envgym serve``'s server on 127.0.0.1; every episode's rewards, turns,
+task and success equal those of ``gym.make(id)`` stepped with the same replies
+(``envgym serve``'s server, in a thread, and the command itself in a subprocess).
 The observation keeps termination apart from truncation and carries no
 privileged data; OpenEnv's runtime validator and its manifest reader accept
 what this module provides (except the two endpoints envgym's server lacks).
@@ -12,9 +13,6 @@ what this module provides (except the two endpoints envgym's server lacks).
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from typing import Any
 
 import gymnasium as gym
@@ -34,7 +32,7 @@ from envgym.integrations.openenv import (  # noqa: E402
     openenv_manifest,
     write_openenv_manifest,
 )
-from envgym.remote import serve_in_subprocess  # noqa: E402
+from envgym.remote import serve_in_background, serve_in_subprocess  # noqa: E402
 
 CASES = [
     ("envgym/Sokoban-v0", {"max_actions_per_turn": 1}, [3, 4]),
@@ -78,8 +76,9 @@ def local_episode(env_id: str, kwargs: dict[str, Any], seed: int) -> dict[str, A
 
 @pytest.mark.parametrize(("env_id", "kwargs", "seeds"), CASES, ids=[c[0] for c in CASES])
 def test_openenv_typed_client_matches_envgym_episode_for_episode(env_id, kwargs, seeds):
-    with serve_in_subprocess(env_id, kwargs, port=0) as server:
-        with EnvgymEnvClient(base_url=server.address.base_url).sync() as client:
+    # envgym serve's server in a thread here (the next test starts the command itself).
+    with serve_in_background(env_id, kwargs) as address:
+        with EnvgymEnvClient(base_url=address.base_url).sync() as client:
             for seed in seeds:
                 want = local_episode(env_id, kwargs, seed)
                 result = client.reset(seed=seed)
@@ -142,14 +141,18 @@ def test_openenv_manifest(tmp_path):
         openenv_manifest("envgym/NoSuchEnv-v0")
 
 
-def test_the_manifests_app_is_envgym_serves_server():
-    code = (
-        "from envgym.integrations.openenv import app; "
-        "print(sorted(r.path for r in app.routes if hasattr(r, 'path')))"
-    )
-    env = {**os.environ, "ENVGYM_ENV_ID": "envgym/FrozenLake-v0"}
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    assert "/ws" in out.stdout and "/schema" in out.stdout
+def test_the_manifests_app_is_envgym_serves_server(monkeypatch):
+    import envgym.integrations.openenv as module
+
+    monkeypatch.setenv("ENVGYM_ENV_ID", "envgym/FrozenLake-v0")
+    monkeypatch.setenv("ENVGYM_ENV_KWARGS", '{"difficulty": "easy"}')
+    monkeypatch.delitem(module.__dict__, "app", raising=False)
+    try:
+        app = module.app  # built on first read, as uvicorn reads it
+        paths = {route.path for route in app.routes if hasattr(route, "path")}
+        assert {"/ws", "/schema", "/health"} <= paths
+    finally:
+        module.__dict__.pop("app", None)
+    monkeypatch.delenv("ENVGYM_ENV_ID")
+    with pytest.raises(RuntimeError, match="ENVGYM_ENV_ID"):
+        module.app  # noqa: B018
