@@ -34,11 +34,13 @@ def first_legal_move(text: str, info: dict[str, Any]) -> str:
     return f"<answer>{(info.get('admissible_actions') or ['1'])[0]}</answer>"
 
 
-def policy(env_id: str, kwargs: dict[str, Any]):
-    """A fresh episode's ``act(text, info)``: the oracle of a local copy of the env,
-    else the first legal move."""
+def policy(env_id: str, kwargs: dict[str, Any], seed: int):
+    """An episode's ``act(text, info)``: the oracle of a local copy of the env reset
+    with the same seed (some oracles read the task from it), else the first legal move."""
+    local = gym.make(env_id, **kwargs)
+    local.reset(seed=seed)
     try:
-        agent = make_agent("oracle", gym.make(env_id, **kwargs))
+        agent = make_agent("oracle", local)
     except ValueError:
         return first_legal_move
     agent.reset()
@@ -54,7 +56,7 @@ def local_rewards(env_id: str, kwargs: dict[str, Any], seed: int, replies: list[
 def play(base_url: str, env_id: str, kwargs: dict[str, Any], seeds: list[int]) -> None:
     with EnvgymEnvClient(base_url=base_url).sync() as client:
         for seed in seeds:
-            act = policy(env_id, kwargs)
+            act = policy(env_id, kwargs, seed)
             result = client.reset(seed=seed)
             replies, rewards = [], []
             while not result.done:
