@@ -1,4 +1,4 @@
-"""OpenEnv's own client (openenv-core) on a real ``envgym serve`` (envgym.integrations.openenv).
+"""OpenEnv's own client on a real ``envgym serve`` (envgym.integrations.openenv).
 
 `EnvgymEnvClient`, an OpenEnv ``EnvClient`` with envgym's typed action,
 observation and state, plays a puzzle, a tool world and a game on a server

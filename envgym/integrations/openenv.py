@@ -1,4 +1,4 @@
-"""envgym envs through OpenEnv's own client and tooling (openenv-core).
+"""envgym envs through OpenEnv's own client and tooling (the openenv package).
 
 ``envgym serve ID`` already speaks OpenEnv's WebSocket protocol, so OpenEnv's
 ``GenericEnvClient`` plays it with dicts. This module adds the typed client an
