@@ -100,11 +100,13 @@ def as_scripted(reply: str) -> Any:
     return {"tool": calls[0].name, "arguments": calls[0].arguments}
 
 
-def evaluate(url: str, env_id: str, kwargs: dict[str, Any], seeds: list[int], tmp_path) -> list:
-    """verifiers' eval runner on `env_id`: its episodes, in task order."""
+def evaluate(
+    url: str, env_id: str, kwargs: dict[str, Any], seeds: list[int], tmp_path, **options: Any
+) -> list:
+    """verifiers' eval runner on `env_id`: its episodes."""
     os.environ.setdefault(KEY_VAR, "scripted")
     config = EvalConfig(
-        env=environment_config(env_id, seeds=seeds, **kwargs),
+        env=environment_config(env_id, seeds=seeds, **options, **kwargs),
         model=MODEL,
         client=vf.EvalClientConfig(base_url=url, api_key_var=KEY_VAR),
         num_rollouts=GROUP,
@@ -182,6 +184,21 @@ def test_the_envs_turn_limit_truncates_and_does_not_terminate(tmp_path):
     assert trace.metrics["truncated"] == 1.0 and trace.metrics["terminated"] == 0.0
     assert trace.stop_condition == "max_turns" and trace.is_truncated
     assert trace.metrics["success"] == 0.0 and trace.metrics["turns"] == 2
+
+
+def test_a_cut_by_verifiers_own_turn_cap_is_neither_terminated_nor_truncated(tmp_path):
+    env_id, kwargs = "envgym/Sokoban-v0", {"max_actions_per_turn": 1}
+    env = gym.make(env_id, **kwargs)
+    first = env.reset(seed=5)[0]
+    reward, terminated, truncated = env.step("I am not sure.")[1:4]
+    assert not (terminated or truncated)
+    with Server({first: ["I am not sure.", "Still thinking."]}) as url:
+        [episode, _] = evaluate(url, env_id, kwargs, [5], tmp_path, agent_max_turns=1)
+    [trace] = episode.traces
+    assert trace.metrics["turns"] == 1 and trace.num_turns == 1
+    assert trace.metrics["terminated"] == 0.0 and trace.metrics["truncated"] == 0.0
+    assert trace.stop_condition == "max_turns"  # verifiers' own reason
+    assert trace.info["envgym"]["rewards"] == [reward]
 
 
 def test_load_environment_builds_seed_rows_and_refuses_unknown_ids():
