@@ -19,6 +19,7 @@ from envgym.envs.terminal.families import (
     conflicts,
     gitwork,
     logs,
+    makefile,
     organise,
     permissions,
     pybug,
@@ -44,6 +45,7 @@ FAMILIES: dict[str, Callable[[int, str], TerminalTask]] = {
         build,
         config,
         gitwork,
+        makefile,
     )
 }
 
