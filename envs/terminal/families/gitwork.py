@@ -294,9 +294,15 @@ if ref("refs/tags/regression") != FIRST_BAD:
     return repo, files, instruction, tuple(checks), solution
 
 
+def kind_of(seed: int, difficulty: str) -> str:
+    """Which of `KINDS` the task of ``seed`` at ``difficulty`` is."""
+    return KINDS[rng_for(FAMILY, seed, difficulty).randrange(len(KINDS))]
+
+
 def make_task(seed: int, difficulty: str) -> TerminalTask:
+    kind = kind_of(seed, difficulty)
     rng = rng_for(FAMILY, seed, difficulty)
-    kind = KINDS[(seed + rng.randrange(len(KINDS))) % len(KINDS)]
+    rng.randrange(len(KINDS))
     repo, checkout, instruction, checks, solution = {
         "merge": _merge,
         "revert": _revert,
