@@ -9,7 +9,9 @@ fail the checks of gitcheck.py, each of which passes only if its attack worked."
 from __future__ import annotations
 
 import contextlib
+import io
 import re
+import tarfile
 
 import pytest
 from sandbox_backends import backend_params, require_backend
@@ -19,7 +21,7 @@ from test_terminal_families import SEEDS
 from envgym.envs.terminal.families import make_task
 from envgym.envs.terminal.families._common import check
 from envgym.envs.terminal.families.gitcheck import git_check
-from envgym.envs.terminal.families.gitrepo import GitRepo, blob_id
+from envgym.envs.terminal.families.gitrepo import CONFIG, GitRepo, blob_id
 from envgym.envs.terminal.families.gitwork import KINDS, kind_of
 from envgym.envs.terminal.grade import run_checks, starting_tree
 from envgym.envs.terminal.task import LEVELS
@@ -138,22 +140,43 @@ def test_a_history_rewritten_without_the_bad_commit_fails(boxes):
     assert got == {"history_kept": False, "reverted_content": True, "work_tree": True}
 
 
-@pytest.mark.parametrize("answer", ["main", "${bad:0:12}", "refs/bisect/bad", "$bad^"])
-def test_a_bisect_answer_must_be_the_full_id(boxes, answer):
-    script = 'eval "$SOLUTION"\nbad=$(cat first_bad.txt)\n' + f'echo "{answer}" > first_bad.txt'
-    got = attacked(boxes[1], "bisect", "medium", script)
-    assert got == {"first_bad": False, "main_kept": True, "tag": True}
+def with_files(tree: bytes, files: dict[str, str], mode: int = 0o644) -> bytes:
+    """``tree`` (a tar) with ``files`` added or replaced."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(tree)) as src, tarfile.open(fileobj=out, mode="w") as tar:
+        for member in src.getmembers():
+            if member.name.removeprefix("./") not in files:
+                tar.addfile(member, src.extractfile(member) if member.isfile() else None)
+        for path, text in files.items():
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(text.encode()), mode
+            tar.addfile(info, io.BytesIO(text.encode()))
+    return out.getvalue()
+
+
+def test_a_bisect_answer_must_be_the_full_id(boxes):
+    task = make_task("git", seed_of("bisect", "medium"), "medium")
+    solved = play_solution(boxes[1], task)
+    first_bad = re.search(r"FIRST_BAD = '([0-9a-f]{40})'", task.checks[0].code).group(1)
+    for answer in ("main", first_bad[:12], "refs/bisect/bad", f"{first_bad}^", "regression"):
+        tree = with_files(solved, {"first_bad.txt": answer + "\n"})
+        assert not run_checks(boxes[1], tree, task.checks[:1])[0].passed, answer
+    assert run_checks(boxes[1], solved, task.checks[:1])[0].passed
 
 
 #: Ways an agent's .git runs its own program when a naive check runs git
 #: (`git status`, `git diff`): each program tags the first bad commit.
 TRAPS = {
-    "fsmonitor": "git config core.fsmonitor .git/trap.sh",
-    "hooks_path": "git config core.hooksPath .githooks && "
-    "cp .git/trap.sh .githooks/post-index-change",
-    "hooks_dir": "cp .git/trap.sh .git/hooks/post-index-change",
-    "include": "printf '[core]\\n\\tfsmonitor = .git/trap.sh\\n' > .git/extra && "
-    "git config include.path extra",
+    "fsmonitor": {".git/config": CONFIG + "[core]\n\tfsmonitor = .git/trap.sh\n"},
+    "hooks_path": {
+        ".git/config": CONFIG + "[core]\n\thooksPath = .githooks\n",
+        ".githooks/post-index-change": "",
+    },
+    "hooks_dir": {".git/hooks/post-index-change": ""},
+    "include": {
+        ".git/config": CONFIG + "[include]\n\tpath = extra\n",
+        ".git/extra": "[core]\n\tfsmonitor = .git/trap.sh\n",
+    },
 }
 NAIVE_PROBE = check(
     "probe",
@@ -177,18 +200,19 @@ sys.exit(0 if os.path.exists(".git/refs/tags/regression") else 1)
 def test_a_git_config_that_runs_commands_runs_nothing(boxes, trap):
     task = make_task("git", seed_of("bisect", "medium"), "medium")
     first_bad = re.search(r"FIRST_BAD = '([0-9a-f]{40})'", task.checks[0].code).group(1)
-    script = (
-        "mkdir -p .githooks .git/hooks\n"
-        "printf '#!/bin/sh\\nmkdir -p .git/refs/tags\\n"
-        f"echo {first_bad} > .git/refs/tags/regression\\n"
-        f"echo {first_bad} > first_bad.txt\\n' > .git/trap.sh\n"
-        f"chmod 755 .git/trap.sh\n{TRAPS[trap]}\n"
+    trap_sh = (
+        f"#!/bin/sh\nmkdir -p .git/refs/tags\necho {first_bad} > .git/refs/tags/regression\n"
+        f"echo {first_bad} > first_bad.txt\n"
     )
-    tree = _play(boxes[0], task, script)
+    script = {".git/trap.sh": trap_sh}
+    script.update({p: trap_sh for p, text in TRAPS[trap].items() if not text})
+    tree = with_files(starting_tree(task), script, mode=0o755)
+    tree = with_files(tree, {p: text for p, text in TRAPS[trap].items() if text})
     naive, safe = (run_checks(boxes[0], tree, [p])[0].passed for p in (NAIVE_PROBE, SAFE_PROBE))
     assert naive, f"the {trap} trap did not fire for a naive check: the test proves nothing"
     assert not safe, f"the {trap} trap fired under gitcheck's git"
-    assert by_name(run_checks(boxes[0], tree, task.checks))["tag"] is False
+    got = by_name(run_checks(boxes[0], tree, task.checks))
+    assert got == {"first_bad": False, "main_kept": True, "tag": False}
 
 
 def test_a_git_file_or_replace_ref_pointing_elsewhere_fails(boxes):
