@@ -97,19 +97,20 @@ UNSEEN = [
 def test_every_kind_fails_untouched_and_passes_its_git_solution(boxes, kind, level):
     def one(box, task):
         untouched = verdicts(box, task, play_untouched(box, task))
-        assert not any(r.passed for r in untouched if r.name != "main_kept"), task.task_id
+        assert not any(r.passed for r in untouched), task.task_id
         solved = verdicts(box, task, play_solution(box, task))
         assert all(r.passed for r in solved), (task.task_id, solved)
 
     one(boxes[0], make_task("git", seed_of(kind, level), level))
 
 
-def attacked(box, kind: str, level: str, script: str) -> dict[str, bool]:
-    """Each check's verdict after ``script`` ran on the task (the reference
-    solution is in $SOLUTION, to run first where an attack builds on it)."""
+def attacked(box, kind: str, level: str, script: str):
+    """Each check's verdict and reason after ``script`` ran on the task (the
+    reference solution is in $SOLUTION, to run first where an attack builds on it)."""
     task = make_task("git", seed_of(kind, level), level)
     tree = _play(box, task, f"SOLUTION={_quote(task.solution)}\n{script}")
-    return by_name(run_checks(box, tree, task.checks))
+    results = run_checks(box, tree, task.checks)
+    return by_name(results), {r.name: r.reason for r in results}
 
 
 def _quote(text: str) -> str:
@@ -121,14 +122,15 @@ def test_a_merge_with_the_wrong_parents_fails(boxes):
     one_parent = 'eval "$SOLUTION"\nc=$(git commit-tree HEAD^{tree} -p HEAD^1 -m merge)\n'
     swapped = 'eval "$SOLUTION"\nc=$(git commit-tree HEAD^{tree} -p HEAD^2 -p HEAD^1 -m m)\n'
     for script in (one_parent, swapped):
-        got = attacked(boxes[0], "merge", "easy", script + "git update-ref refs/heads/main $c")
+        got, why = attacked(boxes[0], "merge", "easy", script + "git update-ref refs/heads/main $c")
         assert got == {"merge_commit": False, "merged_content": True, "work_tree": True}
 
 
 def test_a_forged_revert_message_fails(boxes):
     script = 'git commit -q --allow-empty -m "Revert \\"$(git log -1 --format=%s HEAD~1)\\""'
-    got = attacked(boxes[0], "revert", "easy", script)
-    assert got == {"history_kept": True, "reverted_content": False, "work_tree": False}
+    got, why = attacked(boxes[0], "revert", "easy", script)
+    assert got == {"reverted": False, "work_tree": False}
+    assert "does not hold the expected content" in why["reverted"]
 
 
 def test_a_history_rewritten_without_the_bad_commit_fails(boxes):
@@ -136,8 +138,9 @@ def test_a_history_rewritten_without_the_bad_commit_fails(boxes):
     task = make_task("git", seed_of("revert", "medium"), "medium")
     bad = re.search(r"ommit ([0-9a-f]{12})", task.instruction).group(1)
     script = f"git rebase -q --onto {bad}^ {bad} main"
-    got = attacked(boxes[0], "revert", "medium", script)
-    assert got == {"history_kept": False, "reverted_content": True, "work_tree": True}
+    got, why = attacked(boxes[0], "revert", "medium", script)
+    assert got == {"reverted": False, "work_tree": True}
+    assert "rewritten" in why["reverted"]
 
 
 def with_files(tree: bytes, files: dict[str, str], mode: int = 0o644) -> bytes:
@@ -212,15 +215,15 @@ def test_a_git_config_that_runs_commands_runs_nothing(boxes, trap):
     assert naive, f"the {trap} trap did not fire for a naive check: the test proves nothing"
     assert not safe, f"the {trap} trap fired under gitcheck's git"
     got = by_name(run_checks(boxes[0], tree, task.checks))
-    assert got == {"first_bad": False, "main_kept": True, "tag": False}
+    assert got == {"first_bad": False, "tag": False}
 
 
 def test_a_git_file_or_replace_ref_pointing_elsewhere_fails(boxes):
     # .git as a file naming a folder that holds the solved repository, and a
     # replace ref that shows a rewritten main as a proper revert.
     gitfile = 'eval "$SOLUTION"\nmv .git .store\necho "gitdir: .store" > .git'
-    got = attacked(boxes[1], "bisect", "medium", gitfile)
-    assert got["tag"] is False and got["main_kept"] is False
+    got, why = attacked(boxes[1], "bisect", "medium", gitfile)
+    assert got == {"first_bad": False, "tag": False}
     task = make_task("git", seed_of("revert", "medium"), "medium")
     bad = re.search(r"ommit ([0-9a-f]{12})", task.instruction).group(1)
     replace = (
@@ -228,8 +231,8 @@ def test_a_git_file_or_replace_ref_pointing_elsewhere_fails(boxes):
         f'new=$(git commit-tree "$good^{{tree}}" -p {bad}^ -m "Drop the bad change")\n'
         'git update-ref refs/heads/main "$new"\ngit replace "$new" "$good"\n'
     )
-    got = attacked(boxes[1], "revert", "medium", replace)
-    assert got["history_kept"] is False
+    got, why = attacked(boxes[1], "revert", "medium", replace)
+    assert got == {"reverted": False, "work_tree": True}
 
 
 @pytest.mark.docker

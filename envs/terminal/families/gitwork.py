@@ -12,7 +12,7 @@ true first bad commit's full id."""
 from __future__ import annotations
 
 from envgym.envs.terminal.families import bisect as releases
-from envgym.envs.terminal.families._common import WORDS, check, make, rng_for, write_cmd
+from envgym.envs.terminal.families._common import WORDS, make, rng_for, write_cmd
 from envgym.envs.terminal.families.gitcheck import git_check
 from envgym.envs.terminal.families.gitrepo import GitRepo
 from envgym.envs.terminal.task import Check, TerminalTask
@@ -195,7 +195,7 @@ def _revert(rng, difficulty: str):
     )
     checks = (
         git_check(
-            "history_kept",
+            "reverted",
             """
 tip = ref("refs/heads/main")
 if tip == TIP:
@@ -203,11 +203,12 @@ if tip == TIP:
 seen = ancestors(tip)
 if TIP not in seen or BAD not in seen:
     fail("main's history no longer holds the original commits: it was rewritten")
+same_files(tree_files(commit(tip)[0]), WANT, "the tree of main")
 """,
             TIP=tip,
             BAD=bad_id,
+            WANT=want,
         ),
-        _tree_check("reverted_content", "refs/heads/main", want),
         _work_check(want),
     )
     solution = f"git revert --no-edit {bad_id}"
@@ -252,23 +253,18 @@ def _bisect(rng, difficulty: str):
         + ". Leave main pointing where it does now."
     )
     checks = [
-        check(
+        git_check(
             "first_bad",
             """
 got = read("first_bad.txt").strip()
-if len(got) != 40 or any(c not in "0123456789abcdef" for c in got):
+if len(got) != 40 or any(c not in HEX for c in got):
     fail("first_bad.txt does not hold a full 40-character commit id")
 if got != FIRST_BAD:
     fail(f"{got} is not the first bad commit")
-""",
-            FIRST_BAD=first_bad,
-        ),
-        git_check(
-            "main_kept",
-            """
 if ref("refs/heads/main") != TIP:
     fail("main no longer points at its original commit")
 """,
+            FIRST_BAD=first_bad,
             TIP=tip,
         ),
     ]

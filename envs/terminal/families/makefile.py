@@ -69,7 +69,7 @@ BUGS = (
     # a wrong prerequisite: no rule makes the pages
     ("build/%.txt: src/chapters/%.md VERSION", "build/%.txt: src/chapter/%.md VERSION"),
     # a recipe bug: a page gets its source and VERSION
-    ("$(VERSION)/g' $< > $@", "$(VERSION)/g' $^ > $@"),
+    ("' $< > $@", "' $^ > $@"),
     # a recipe bug: only the first @VERSION@ of a line is replaced
     ("s/@VERSION@/$(VERSION)/g", "s/@VERSION@/$(VERSION)/"),
     # a recipe bug: the sums name dist/book.txt, not book.txt
@@ -83,6 +83,9 @@ BUGS = (
     # the pages marked phony: every make remakes them all
     (".PHONY: all clean\n", ".PHONY: all clean $(PAGES)\n"),
 )
+
+#: The bugs that a clean build does not show, only a rebuild after a change.
+INCREMENTAL_ONLY = (BUGS[1],)
 
 
 def _outputs(header: str, version: str, chapters: dict[str, str], order: list[str]) -> dict:
@@ -151,8 +154,11 @@ if again:
 def make_task(seed: int, difficulty: str) -> TerminalTask:
     rng = rng_for(FAMILY, seed, difficulty)
     k = {"easy": 1, "medium": 2, "hard": 3}[difficulty]
+    # The first bug breaks a clean build, so running `make` alone never passes.
+    first = rng.choice([bug for bug in BUGS if bug not in INCREMENTAL_ONLY])
     makefile = MAKEFILE
-    for right, wrong in rng.sample(BUGS, k):
+    for right, wrong in [first, *rng.sample([bug for bug in BUGS if bug != first], k - 1)]:
+        assert makefile.count(right) == 1, f"bug {wrong!r} would not be planted"
         makefile = makefile.replace(right, wrong)
     names = rng.sample(WORDS, rng.randint(3, 6))
     chapters = {
