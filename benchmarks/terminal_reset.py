@@ -1,7 +1,9 @@
 """Reset time of Terminal-v0's task families, per level: building the task
 and its starting tree (the git family writes its repository object by
-object, no git runs), and a whole `env.reset` on a warm session pool (the
-tree loaded into a session, its set-up run), p50 and p99 in ms.
+object, no git runs); `env.reset` (which builds the task; the session is
+taken on the first command); and `env.reset` plus a first command, ``true``
+(a warm session taken from the pool, the tree loaded, the set-up run, the
+command's round trip), p50 and p99 in ms.
 
     python benchmarks/terminal_reset.py [--families git,make] [--resets 50] [--backend bwrap]
 """
@@ -36,16 +38,19 @@ def build_times(family: str, level: str, runs: int) -> list[float]:
     return samples
 
 
-def reset_times(family: str, level: str, runs: int, backend: str) -> list[float]:
+def reset_times(family: str, level: str, runs: int, backend: str):
     env = gym.make("envgym/Terminal-v0", sandbox=backend, family=family, difficulty=level)
-    env.reset(seed=0)  # the pool warms up
-    samples = []
+    env.reset(seed=0)
+    env.step("<bash>true</bash>")  # the pool warms up
+    resets, firsts = [], []
     for seed in range(1, runs + 1):
         started = time.perf_counter()
         env.reset(seed=seed)
-        samples.append(time.perf_counter() - started)
+        resets.append(time.perf_counter() - started)
+        env.step("<bash>true</bash>")
+        firsts.append(time.perf_counter() - started)
     env.close()
-    return samples
+    return resets, firsts
 
 
 def main() -> None:
@@ -55,12 +60,12 @@ def main() -> None:
     parser.add_argument("--backend", default="bwrap")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; ms: p50 p99")
-    print(f"{'family':8} {'level':7} {'task+tree':>15} {'env.reset':>15}")
+    print(f"{'family':8} {'level':7} {'task+tree':>15} {'env.reset':>15} {'+1st command':>15}")
     for family in args.families.split(","):
         for level in LEVELS:
             build = p50_p99(build_times(family, level, args.resets))
-            reset = p50_p99(reset_times(family, level, args.resets, args.backend))
-            print(f"{family:8} {level:7} {build} {reset}", flush=True)
+            resets, firsts = reset_times(family, level, args.resets, args.backend)
+            print(f"{family:8} {level:7} {build} {p50_p99(resets)} {p50_p99(firsts)}", flush=True)
 
 
 if __name__ == "__main__":
