@@ -123,7 +123,7 @@ def test_a_merge_with_the_wrong_parents_fails(boxes):
     swapped = 'eval "$SOLUTION"\nc=$(git commit-tree HEAD^{tree} -p HEAD^2 -p HEAD^1 -m m)\n'
     for script in (one_parent, swapped):
         got, why = attacked(boxes[0], "merge", "easy", script + "git update-ref refs/heads/main $c")
-        assert got == {"merge_commit": False, "merged_content": True, "work_tree": True}
+        assert got == {"merge_commit": False, "merged_content": True, "work_tree": True}, why
 
 
 def test_a_forged_revert_message_fails(boxes):
@@ -159,12 +159,11 @@ def with_files(tree: bytes, files: dict[str, str], mode: int = 0o644) -> bytes:
 
 def test_a_bisect_answer_must_be_the_full_id(boxes):
     task = make_task("git", seed_of("bisect", "medium"), "medium")
-    solved = play_solution(boxes[1], task)
     first_bad = re.search(r"FIRST_BAD = '([0-9a-f]{40})'", task.checks[0].code).group(1)
-    for answer in ("main", first_bad[:12], "refs/bisect/bad", f"{first_bad}^", "regression"):
-        tree = with_files(solved, {"first_bad.txt": answer + "\n"})
-        assert not run_checks(boxes[1], tree, task.checks[:1])[0].passed, answer
-    assert run_checks(boxes[1], solved, task.checks[:1])[0].passed
+    for answer in ("main", first_bad[:12], f"{first_bad}^", "regression", first_bad):
+        tree = with_files(starting_tree(task), {"first_bad.txt": answer + "\n"})
+        passed = run_checks(boxes[1], tree, task.checks[:1])[0].passed
+        assert passed == (answer == first_bad), answer
 
 
 #: Ways an agent's .git runs its own program when a naive check runs git

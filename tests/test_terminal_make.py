@@ -90,6 +90,6 @@ def test_the_env_oracle_succeeds_and_random_scores_nothing(family):
     with contextlib.closing(gym.make("envgym/Terminal-v0", sandbox="bwrap", family=family)) as env:
         total, info = play(env, "oracle", 0)
         assert info["success"] and total == pytest.approx(1.0), info["task_id"]
-        for seed in range(4):
+        for seed in range(3):
             total, info = play(env, "random", seed)
             assert total == 0.0, (info["task_id"], info["grade"])
