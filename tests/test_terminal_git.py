@@ -75,6 +75,20 @@ echo "status: [$(git status --porcelain)] blob id: $(git rev-parse HEAD:a.txt)"
     assert f"blob id: {blob_id('two' + chr(10))}" in out
 
 
+def test_real_git_accepts_every_kind_of_task_repository(boxes):
+    files, script = {}, "set -e\n"
+    for kind in KINDS:
+        task = make_task("git", seed_of(kind, "hard"), "hard")
+        files.update({f"{kind}/{path}": data for path, data in task.files.items()})
+        script += f"cd /work/{kind} && git fsck --strict --no-dangling && "
+        script += 'echo "$(git rev-list --count --all) [$(git status --porcelain)]"\n'
+    done = boxes[0].run(script, language="bash", files=files)
+    assert done.ok, done.stdout + done.stderr
+    counts = [line.split(" ", 1) for line in done.stdout.splitlines()]
+    assert [status for _, status in counts] == ["[]"] * len(KINDS), done.stdout
+    assert int(counts[KINDS.index("bisect")][0]) == 60, "hard bisects 60 commits"
+
+
 @pytest.mark.parametrize("level", LEVELS)
 def test_same_seed_same_repository_and_commit_ids(level):
     a, b = make_task("git", 5, level), make_task("git", 5, level)
