@@ -114,7 +114,7 @@ def _merge(rng, difficulty: str):
         "This is a git repository on branch main. Merge the branch feature into main. The "
         f"merge conflicts: resolve it by these rules: {rules}; take every other change "
         "from whichever branch made it. Commit the merge on main (a merge commit whose "
-        "parents are main's and feature's current commits), leaving the work tree clean: "
+        "parents are main's current commit, then feature's), leaving the work tree clean: "
         "no conflict markers and no other files changed."
     )
     checks = (
