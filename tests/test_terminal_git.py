@@ -181,7 +181,9 @@ def test_a_bisect_answer_must_be_the_full_id(boxes):
 
 
 #: Ways an agent's .git runs its own program when a naive check runs git
-#: (`git status`, `git diff`): each program tags the first bad commit.
+#: (`git status`, `git diff`): each program tags the first bad commit. (An
+#: alias cannot shadow the built-in commands the checks run; the replaced
+#: config drops aliases too.)
 TRAPS = {
     "fsmonitor": {".git/config": CONFIG + "[core]\n\tfsmonitor = .git/trap.sh\n"},
     "hooks_path": {
@@ -192,6 +194,14 @@ TRAPS = {
     "include": {
         ".git/config": CONFIG + "[include]\n\tpath = extra\n",
         ".git/extra": "[core]\n\tfsmonitor = .git/trap.sh\n",
+    },
+    "filter": {
+        ".git/config": CONFIG + '[filter "x"]\n\tclean = .git/trap.sh\n',
+        ".gitattributes": "* filter=x\n",
+    },
+    "diff_external": {
+        ".git/config": CONFIG + "[diff]\n\texternal = .git/trap.sh\n",
+        "calc.py": "# changed, so git diff has something to show\n",
     },
 }
 NAIVE_PROBE = check(
