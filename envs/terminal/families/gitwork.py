@@ -298,7 +298,7 @@ def kind_of(seed: int, difficulty: str) -> str:
 def make_task(seed: int, difficulty: str) -> TerminalTask:
     kind = kind_of(seed, difficulty)
     rng = rng_for(FAMILY, seed, difficulty)
-    rng.randrange(len(KINDS))
+    rng.randrange(len(KINDS))  # the draw kind_of made: the rest follows it
     repo, checkout, instruction, checks, solution = {
         "merge": _merge,
         "revert": _revert,
