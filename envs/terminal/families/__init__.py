@@ -2,9 +2,10 @@
 returns a `TerminalTask`, the same one for the same seed and level.
 
 The sandbox image has bash, coreutils, grep, sed, awk (mawk), find, tar,
-gzip, diff, perl and python3, but no git, make or jq, so the git families
-(merge conflicts, bisecting a regression) and the build family work on
-plain files, and JSON is handled with python3."""
+gzip, diff, perl, python3, git, make and jq. The ``git`` and ``make`` families
+use real repositories and Makefiles; ``bisect``, ``conflicts`` and ``build``
+are their counterparts without git or make (a folder per release, conflict
+markers in plain files, a bash build script)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from envgym.envs.terminal.families import (
     build,
     config,
     conflicts,
+    gitwork,
     logs,
+    makefile,
     organise,
     permissions,
     pybug,
@@ -37,9 +40,12 @@ FAMILIES: dict[str, Callable[[int, str], TerminalTask]] = {
         archives,
         bisect,
         conflicts,
+        gitwork,
         pybug,
         build,
         config,
+        gitwork,
+        makefile,
     )
 }
 

@@ -1,7 +1,7 @@
-"""Find the release that introduced a regression (git is not in the sandbox
-image, so the history is a folder per release): a test script in each of 8
-releases (easy), 24 releases (medium), or 60 releases with no test, only the
-expected behaviour, and the guilty line to name (hard)."""
+"""Find the release that introduced a regression without git (the history is
+a folder per release; family ``git`` bisects a real repository): a test
+script in each of 8 releases (easy), 24 releases (medium), or 60 releases with
+no test, only the expected behaviour, and the guilty line to name (hard)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Repair a broken build script (make is not in the sandbox image, so the
-build is a bash script): one planted bug (easy), two (medium), three (hard).
-A check rebuilds from a changed copy of the sources, so a dist/ written by
-hand does not pass."""
+"""Repair a broken build script without make (the build is a bash script;
+family ``make`` repairs a Makefile): one planted bug (easy), two (medium),
+three (hard). A check rebuilds from a changed copy of the sources, so a dist/
+written by hand does not pass."""
 
 from __future__ import annotations
 

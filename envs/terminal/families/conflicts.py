@@ -1,6 +1,6 @@
-"""Resolve merge conflicts left in files (git is not in the sandbox image, so
-the conflict markers are written out as git writes them): keep one side
-(easy), a rule per file (medium), rules per line, by version order (hard)."""
+"""Resolve merge conflicts left in files without git (the conflict markers
+are written out as git writes them; family ``git`` merges for real): keep one
+side (easy), a rule per file (medium), rules per line, by version order (hard)."""
 
 from __future__ import annotations
 
