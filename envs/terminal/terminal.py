@@ -339,11 +339,13 @@ _TERMINAL_DOC = (
     """Terminal: complete a shell task in a persistent sandboxed shell.
 
     ## Description
-    Each episode is a task of one of eleven generated families (organise
+    Each episode is a task of one of thirteen generated families (organise
     files by rules; extract data from logs, CSV and JSON; fix permissions;
     archives; bisect a regression over releases; resolve merge conflicts; fix
     a Python script's bug; repair a build; correct a configuration file against
-    a spec), see docs/terminal-tasks.md. The agent works in a bash shell in a
+    a spec; merge, revert or bisect in a real git repository; repair a
+    Makefile), see docs/terminal-tasks.md. ``tasks=`` plays terminal-bench or
+    Harbor task folders instead. The agent works in a bash shell in a
     sandbox that keeps its files, working directory and exported variables for
     the whole episode, then says it is done; a trusted grader checks the work
     directory.
