@@ -27,10 +27,12 @@ any of the frameworks installed.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import json
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -522,7 +524,9 @@ def verl_unpadded(out: Any, i: int) -> tuple[list[int], list[int], list[int], li
 
 @functools.cache
 def _tiny_qwen2_dir() -> str:
-    return build_tiny_qwen2(tempfile.mkdtemp(prefix="envgym-tiny-qwen2-"))
+    path = tempfile.mkdtemp(prefix="envgym-tiny-qwen2-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return build_tiny_qwen2(path)
 
 
 CHATML = re.compile(r"<\|im_start\|>(\w+)\n(.*?)<\|im_end\|>", re.DOTALL)
