@@ -152,23 +152,7 @@ def test_the_privileged_check_catches_a_server_that_sends_it():
     assert json.dumps(want.privileged[0]["gold_actions"]) in found
 
 
-#: Retail (envgym's tool worlds) ends at its ``max_turns`` terminated and graded
-#: (envs/retail's docstring), where docs/design.md has the turn limit truncate:
-#: the env's own deviation, which every adapter passes on as it is (the test
-#: above); strict, so that this notices when the env changes.
-ENV_TERMINATES_AT_ITS_LIMIT = pytest.mark.xfail(
-    reason="envgym/Retail-v0 terminates at max_turns (envs/retail), not truncates",
-    strict=True,
-)
-TRUNCATION_CASES = [
-    pytest.param(case, id=case_id, marks=[ENV_TERMINATES_AT_ITS_LIMIT])
-    if case[1] == "envgym/Retail-v0"
-    else pytest.param(case, id=case_id)
-    for case, case_id in zip(CASES, CASE_IDS, strict=True)
-]
-
-
-@pytest.mark.parametrize("played", TRUNCATION_CASES, indirect=True)
+@parametrize
 def test_the_turn_limit_truncates_and_an_ending_terminates(played):
     [(got, want)] = played["cut"]
     assert want.truncated and not want.terminated  # the case is what it says

@@ -90,9 +90,9 @@ class RetailEnv(ToolWorldEnv):
 
     ## Episode End
     Terminated when the user ends the conversation (every gold write done, or
-    three messages in a row that move nothing forward), on
-    ``transfer_to_human``, or at ``max_turns`` (20 easy, 30 medium, 40 hard),
-    each graded.
+    three messages in a row that move nothing forward) or on
+    ``transfer_to_human``; truncated at ``max_turns`` (20 easy, 30 medium, 40
+    hard). Each is graded.
 
     ## Info
     ``tools`` (the schemas), ``cost`` (``tool_calls``, ``user_messages``),

@@ -275,7 +275,7 @@ class ToolWorldEnv(TextEnv):
             results.append(self._call(tool, call.arguments))
         observation = _wrap_all(results)
         if last_turn:
-            return self._end(observation, valid=valid)
+            return self._end(observation, valid=valid, terminated=False)
         return Turn(observation, {}, action_valid=valid)
 
     def _call(self, tool: Tool, arguments: Mapping[str, Any]) -> str:
@@ -329,16 +329,19 @@ class ToolWorldEnv(TextEnv):
         if reply.ended:
             return self._end(reply.text + "\n(The user has left the conversation.)", valid=True)
         if last_turn:
-            return self._end(reply.text, valid=True)
+            return self._end(reply.text, valid=True, terminated=False)
         return Turn(reply.text, {}, action_valid=True)
 
     def _invalid(self, feedback: str, last_turn: bool) -> Turn:
         if last_turn:
-            return self._end(feedback, valid=False)
+            return self._end(feedback, valid=False, terminated=False)
         return Turn(feedback, {}, action_valid=False)
 
     # ------------------------------------------------------------------ grading
-    def _end(self, observation: str, valid: bool) -> Turn:
+    def _end(self, observation: str, valid: bool, terminated: bool = True) -> Turn:
+        """Grade the conversation. It ended (the user left, or a transfer), or the
+        turn limit cut it (``terminated=False``: the base class reports it truncated,
+        graded the same way)."""
         grade = self.grade()
         s = 1.0 if grade["store_match"] else 0.0
         outputs = 0.0 if grade["outputs_told"] else -s
@@ -347,7 +350,7 @@ class ToolWorldEnv(TextEnv):
         return Turn(
             observation,
             components,
-            terminated=True,
+            terminated=terminated,
             success=grade["success"],
             action_valid=valid,
             extra_info={"grade": grade},
