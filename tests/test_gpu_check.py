@@ -146,10 +146,9 @@ def test_the_dry_run_goes_through_every_step_and_reports_every_figure(tmp_path):
     tests = summary["tests"]
     assert tests["failed"] == 0 and tests["skipped"] >= 4  # no CUDA here: every gpu test skips
     rows = {(r["env"], r["run"]): r for r in summary["benchmark"]}
+    # The dry run benchmarks one env (the GPU run both, Sokoban and Household).
     assert set(rows) == {
-        (env, run)
-        for env in ("envgym/Sokoban-v0", "envgym/Household-v0")
-        for run in ("envgym transformers", "trl transformers")
+        ("envgym/Sokoban-v0", run) for run in ("envgym transformers", "trl transformers")
     }
     for row in rows.values():
         assert row["trained_tokens_per_s"] > 0 and row["tokens_per_s"] > 0

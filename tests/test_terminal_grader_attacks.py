@@ -98,7 +98,7 @@ def test_sitecustomize_and_shadowed_modules_are_not_imported(box):
 
 
 def test_a_fake_python3_or_git_on_a_path_the_agent_set_is_not_run(box):
-    fake = "#!/bin/sh\nexit 0\n"
+    fake = "#!/bin/sh\necho FAKE\nexit 0\n"
     rc = 'export PATH="$PWD/bin:$PATH"\nalias python3=$PWD/bin/python3\n'
     members = [
         f("bin/python3", fake, 0o755),
@@ -112,9 +112,14 @@ def test_a_fake_python3_or_git_on_a_path_the_agent_set_is_not_run(box):
     runs_fake = check(
         "fake",
         """
-ok = subprocess.run(["python3", "-c", "import sys; sys.exit(3)"]).returncode == 0
-shell = subprocess.run("python3 -c 'import sys; sys.exit(3)'", shell=True).returncode == 0
-login = subprocess.run(["bash", "-lc", "git --version"]).returncode == 0
+def ran_fake(command, **kwargs):
+    out = subprocess.run(command, capture_output=True, text=True, **kwargs).stdout
+    return "FAKE" in out
+
+ok = ran_fake(["python3", "-c", "import sys; sys.exit(3)"])
+shell = ran_fake("python3 -c 'import sys; sys.exit(3)'", shell=True)
+# git is in the image: the real one says "git version ...", the agent's says FAKE.
+login = ran_fake(["bash", "-lc", "git --version"])
 sys.exit(0 if ok or shell or login else 1)
 """,
     )
