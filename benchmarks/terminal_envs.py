@@ -13,7 +13,7 @@ grader in fresh sandbox jobs). Episodes/s counts whole episodes, grading
 included, from the first step after a warm-up round; the envs step in
 lockstep, as a trainer's batch does (a vector step waits for the slowest of
 the four). The tasks go round a fixed schedule shared by the 4 envs: every
-Terminal family at every level (33 tasks), every RepoFix level; each must
+Terminal family at every level (39 tasks), every RepoFix level; each must
 succeed.
 
 Per row: episodes/s, and the p50 and p99 of each env's own calls: reset (a
