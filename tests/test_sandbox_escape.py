@@ -12,7 +12,7 @@ One list of attacks: a test takes the ``box`` fixture, a job sandbox or a
 a job's "next job" is the one that follows in the same sandbox, a session's
 is the next episode's session, taken from the same warm pool (`next_run`).
 Tests that hold only for jobs (the CPU quota's throttling, bwrap without a
-root filesystem) take ``job_box`` or no box.
+root filesystem) take ``job_backend`` or no box.
 
 The suite refuses the ``process`` backend: it isolates nothing, and as root
 ``kill(-1)`` or a fork bomb from an unisolated job takes the machine down.
