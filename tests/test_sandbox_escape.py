@@ -109,6 +109,9 @@ class SessionTarget:
         if self.session is not None:
             self.session.close()
         self.session = self.pool.take()
+        # The pool starts a replacement now: let it be up before the attack, so
+        # the tests that count the host's processes count only the attack's.
+        self.pool.wait_ready()
 
     def run(self, code: str, language: str = "python", timeout_s=None, memory_mb=None):
         if memory_mb is not None and memory_mb != self.session.limits.memory_mb:
