@@ -1,4 +1,6 @@
-"""The single-agent contract of docs/design.md, checked on every registered envgym id."""
+"""The single-agent contract of docs/design.md, checked on every registered envgym id
+(an env with a sandbox session, Terminal-v0 and RepoFix-v0, at every level on
+docker and on bwrap where a test runs commands: `SESSION_CASES`)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
-from postgres_server import ON_POSTGRES, engine_kwargs
+from postgres_server import ON_POSTGRES
+from postgres_server import engine_kwargs as _engine_kwargs
+from sandbox_backends import require_backend
 
 import envgym
 from envgym.agents import make_agent
@@ -27,6 +31,15 @@ OPEN_TEXT_REPLIES = [
     "<search>author of the novel</search>",
     "<answer>nobody</answer>",
 ]
+#: Envs whose episodes run in a sandbox session (a shell): the tests that run
+#: commands in it (`SESSION_CASES`: the shared info contract, whose reply is
+#: the oracle's command, and snapshot/restore, which replays shell commands
+#: and the grader) run every level on each isolating backend, docker cases
+#: marked ``docker``. The other tests never start a session (the checker's
+#: and the fuzz's replies hold no command, determinism only resets), so they
+#: run each level once, on the default backend.
+SESSION_IDS = [spec.id for spec in envgym.list_envs() if "terminal" in spec.tags]
+SESSION_BACKENDS = ("docker", "bwrap")
 ID_AND_DIFFICULTY = [(spec.id, level) for spec in envgym.list_envs() for level in spec.difficulties]
 #: SQL-v0 on PostgreSQL as well as SQLite, at every level: `engine_kwargs` puts
 #: the test server's URL in when the test runs (skipped without one, failed in CI).
@@ -36,7 +49,37 @@ ON_ENGINES = [
     if spec.id == "envgym/SQL-v0"
     for level in spec.difficulties
 ]
+
+
+def _on_backends(env_id: str, kwargs: dict) -> list:
+    """One case, or (a session env) one per sandbox backend."""
+    if env_id not in SESSION_IDS:
+        return [(env_id, kwargs)]
+    return [
+        pytest.param(
+            env_id,
+            {**kwargs, "sandbox": backend},
+            marks=[pytest.mark.docker] if backend == "docker" else [],
+            id=f"{env_id}-{kwargs.get('difficulty', 'default')}-{backend}",
+        )
+        for backend in SESSION_BACKENDS
+    ]
+
+
+def engine_kwargs(kwargs: dict) -> dict:
+    """A case's kwargs made real: the PostgreSQL server's URL put in, and its
+    sandbox backend required (skipped, or failed where CI requires it)."""
+    if "sandbox" in kwargs:
+        require_backend(kwargs["sandbox"])
+    return _engine_kwargs(kwargs)
+
+
 LEVEL_CASES = [(env_id, {"difficulty": level}) for env_id, level in ID_AND_DIFFICULTY] + ON_ENGINES
+SESSION_CASES = [
+    case
+    for env_id, level in ID_AND_DIFFICULTY
+    for case in _on_backends(env_id, {"difficulty": level})
+] + ON_ENGINES
 
 
 def test_every_spec_is_registered_with_gymnasium():
@@ -205,7 +248,7 @@ def test_ten_thousand_random_and_adversarial_actions_never_raise(env_id, kwargs)
     assert episodes > 10
 
 
-@pytest.mark.parametrize("env_id,kwargs", LEVEL_CASES)
+@pytest.mark.parametrize("env_id,kwargs", SESSION_CASES)
 def test_info_keys_follow_the_shared_contract(env_id, kwargs):
     env = gym.make(env_id, **engine_kwargs(kwargs))
     obs, info = env.reset(seed=3)
@@ -236,7 +279,23 @@ def test_info_keys_follow_the_shared_contract(env_id, kwargs):
     assert "answer" in obs.lower(), "feedback should say how to write a valid reply"
 
 
-@pytest.mark.parametrize("env_id,kwargs", LEVEL_CASES)
+#: Replies to an env with a shell (a ``bash`` tool): each changes or shows what
+#: a session keeps (files, working directory, exported variables), with no
+#: output that depends on time.
+SHELL_REPLIES = [
+    "<bash>mkdir -p scratch && cd scratch && export STEP=$((STEP + 1)) && echo $STEP >> log</bash>",
+    '<bash>pwd; echo "[$STEP]"; ls -A; cat log 2>/dev/null; true</bash>',
+    '<tool_call>{"name": "write_file", "arguments": {"path": "note.txt", "content": "n"}}'
+    "</tool_call>",
+    "<bash>cd /work && echo more >> note.txt && wc -c note.txt && exit 3</bash>",
+]
+
+
+def _has_shell(info: dict) -> bool:
+    return any(t.get("function", {}).get("name") == "bash" for t in info.get("tools") or [])
+
+
+@pytest.mark.parametrize("env_id,kwargs", SESSION_CASES)
 def test_restore_of_snapshot_replays_identically(env_id, kwargs):
     kwargs = engine_kwargs(kwargs)
     env = gym.make(env_id, **kwargs)
@@ -245,6 +304,8 @@ def test_restore_of_snapshot_replays_identically(env_id, kwargs):
 
     def random_reply(info):
         acts = info.get("admissible_actions")
+        if _has_shell(info):  # commands that change the session's files, cwd and variables
+            return SHELL_REPLIES[int(rng.integers(len(SHELL_REPLIES)))]
         if not acts:  # an open-text env (search): mostly searches, sometimes an answer
             return OPEN_TEXT_REPLIES[int(rng.integers(len(OPEN_TEXT_REPLIES)))]
         return f"<answer>{acts[int(rng.integers(len(acts)))]}</answer>"
@@ -256,6 +317,8 @@ def test_restore_of_snapshot_replays_identically(env_id, kwargs):
     snap = env.unwrapped.snapshot()
     saved_info = info
     replies = [random_reply(info) for _ in range(12)]
+    if _has_shell(saved_info):
+        replies[-1] = "<done/>"  # the grader's verdict on the session's tree replays too
 
     def play(target_env):
         out = []

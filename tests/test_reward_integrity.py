@@ -9,7 +9,8 @@ at once, copy the task's arithmetic into the answer, and, for code, forge
 the grader's results and return objects that equal everything
 (`grader_attacks.py`). Every id that `envgym.list_envs` lists plays its
 default difficulty (SQL-v0 every level, on SQLite and on PostgreSQL:
-`ON_ENGINES`) on the same seeds with the random agent and with each cheat; a
+`ON_ENGINES`; Terminal-v0 and RepoFix-v0 every level, on docker and on bwrap:
+`ON_SANDBOXES`) on the same seeds with the random agent and with each cheat; a
 cheat must not succeed more often, nor earn a higher mean return, than the
 random agent (beyond a margin for chance on these few episodes), and must
 never succeed where the random agent never does in four times as many
@@ -32,6 +33,7 @@ import gymnasium as gym
 import pytest
 from grader_attacks import forgery
 from postgres_server import ON_POSTGRES, engine_kwargs
+from sandbox_backends import require_backend
 
 import envgym
 from envgym.agents import make_agent
@@ -141,11 +143,28 @@ ON_ENGINES = [
     for level in ("easy", "medium", "hard")
     if engine or level != "easy"
 ]
-CASES = [(env_id, {}) for env_id in IDS] + ON_ENGINES
+#: Envs whose episodes run in a sandbox session (a shell) play every level on
+#: each isolating backend, in place of their default (docker cases marked
+#: ``docker``). Their random agent plays `SESSION_RANDOM_EPISODES`: each of its
+#: episodes runs commands and the grader's sandbox jobs (about 0.3 s), while no
+#: cheat here runs a command, so a cheat's episodes end ungraded (0, less
+#: format penalties) and the bar it must stay under is never in doubt.
+SESSION_IDS = [spec.id for spec in envgym.list_envs() if "terminal" in spec.tags]
+SESSION_RANDOM_EPISODES = 8
+ON_SANDBOXES = [
+    pytest.param(
+        (env_id, {"difficulty": level, "sandbox": backend}),
+        marks=[pytest.mark.docker] if backend == "docker" else [],
+    )
+    for env_id in SESSION_IDS
+    for level in envgym.get_spec(env_id).difficulties
+    for backend in ("docker", "bwrap")
+]
+CASES = [(env_id, {}) for env_id in IDS if env_id not in SESSION_IDS] + ON_ENGINES + ON_SANDBOXES
 
 
-def _case_id(case: tuple[str, dict]) -> str:
-    env_id, kwargs = case
+def _case_id(case) -> str:
+    env_id, kwargs = case.values[0] if hasattr(case, "values") else case
     return env_id + "".join(f"-{v if k != 'engine' else 'postgres'}" for k, v in kwargs.items())
 
 
@@ -176,6 +195,8 @@ def _margin(cheat: list[float], baseline: list[float]) -> float:
 def baseline(request):
     """The env of an id and the random agent's (successes, mean return) on it."""
     env_id, kwargs = request.param
+    if "sandbox" in kwargs:
+        require_backend(kwargs["sandbox"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         env = gym.make(env_id, **engine_kwargs(kwargs))
@@ -188,7 +209,8 @@ def baseline(request):
             agents[seed].reset()
         return agents[seed].act(obs, info)
 
-    yield env_id, env, _play(env, random_act, RANDOM_EPISODES)
+    episodes = SESSION_RANDOM_EPISODES if env_id in SESSION_IDS else RANDOM_EPISODES
+    yield env_id, env, _play(env, random_act, episodes)
     env.close()
 
 

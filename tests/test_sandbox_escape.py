@@ -1,8 +1,18 @@
-"""Attacks from inside a sandbox, one per test, against every isolating backend.
+"""Attacks from inside a sandbox, one per test, against every isolating backend,
+run two ways: as one-shot jobs, and as commands of a `Session` (docker and
+bwrap), the persistent shell of Terminal-v0 and RepoFix-v0.
 
 Each test asserts two things: the host is unchanged, and the job got a clear
 result within its limits. Network attacks aim only at listeners this test
 opens on the host's 127.0.0.1, never at an outside address.
+
+One list of attacks: a test takes the ``box`` fixture, a job sandbox or a
+`SessionTarget`, which runs the same code as a command of a fresh session
+(``python3 main.py`` in /work) and answers with a job's result fields. Where
+a job's "next job" is the one that follows in the same sandbox, a session's
+is the next episode's session, taken from the same warm pool (`next_run`).
+Tests that hold only for jobs (the CPU quota's throttling, bwrap without a
+root filesystem) take ``job_backend`` or no box.
 
 The suite refuses the ``process`` backend: it isolates nothing, and as root
 ``kill(-1)`` or a fork bomb from an unisolated job takes the machine down.
@@ -18,13 +28,14 @@ import subprocess
 import textwrap
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sandbox_backends import PRIVATE_BWRAP, backend_params, install_privately, require_backend
+from sandbox_backends import PRIVATE_BWRAP, install_privately, require_backend
 
 import envgym
-from envgym.sandbox import Limits, make_sandbox
+from envgym.sandbox import Limits, SessionLimits, SessionPool, make_sandbox, open_session
 from envgym.sandbox.bwrap import STAGE_DIR
 from envgym.sandbox.docker import RUNNER_CPUS
 
@@ -52,9 +63,98 @@ def attack_target(backend: str):
     return box
 
 
-@pytest.fixture(scope="module", params=backend_params(ISOLATING))
-def box(request, tmp_path_factory):
+#: Session targets: the same attacks as commands of a session of each backend.
+SESSIONS = ("docker-session", "bwrap-session")
+
+
+@dataclass
+class SessionRun:
+    """A session command's result in a job's terms: a session merges stdout
+    and stderr in the order written, so ``stdout`` holds both and ``stderr``
+    is empty (`output` reads both kinds of result alike)."""
+
+    stdout: str
+    exit_code: int
+    timed_out: bool
+    duration_s: float
+    truncated: bool
+    memory_exceeded: bool
+    stderr: str = ""
+    error: str | None = None
+
+
+class SessionTarget:
+    """Runs an attack's code as one command of a `Session` with the suite's
+    limits. `fresh` starts each test on a session from a warm pool; a run with
+    its own ``memory_mb`` runs in a session opened with that memory limit (a
+    session's memory limit holds for the whole session)."""
+
+    isolated = True
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self.limits = SessionLimits(
+            timeout_s=LIMITS.timeout_s,
+            output_bytes=LIMITS.max_output_bytes,
+            memory_mb=LIMITS.memory_mb,
+            work_mb=LIMITS.work_mb,
+            tmp_mb=LIMITS.tmp_mb,
+            max_processes=LIMITS.max_processes,
+        )
+        self.pool = SessionPool(backend, self.limits, size=1)
+        self.session = None
+
+    def fresh(self) -> None:
+        """The next episode: the current session closed, a fresh one from the pool."""
+        if self.session is not None:
+            self.session.close()
+        self.session = self.pool.take()
+        # The pool starts a replacement now: let it be up before the attack, so
+        # the tests that count the host's processes count only the attack's.
+        self.pool.wait_ready()
+
+    def run(self, code: str, language: str = "python", timeout_s=None, memory_mb=None):
+        if memory_mb is not None and memory_mb != self.session.limits.memory_mb:
+            self.session.close()
+            limits = SessionLimits(**{**vars(self.limits), "memory_mb": memory_mb})
+            self.session = open_session(self.backend, limits)
+        name = "main.py" if language == "python" else "main.sh"
+        self.session.write_file(name, code)
+        command = f"python3 {name}" if language == "python" else f"bash {name}"
+        done = self.session.exec(command, timeout_s=timeout_s)
+        return SessionRun(
+            stdout=done.output,
+            exit_code=done.exit_code,
+            timed_out=done.timed_out,
+            duration_s=done.duration_s,
+            truncated=done.truncated,
+            memory_exceeded=done.memory_exceeded,
+        )
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+        self.pool.close()
+
+
+def _target_params(names: tuple[str, ...]) -> list:
+    return [
+        pytest.param(name, marks=[pytest.mark.docker] if "docker" in name else [], id=name)
+        for name in names
+    ]
+
+
+@pytest.fixture(scope="module", params=_target_params(ISOLATING + SESSIONS))
+def target(request, tmp_path_factory):
+    """A started job sandbox of each isolating backend, or a `SessionTarget`."""
     backend = request.param
+    if backend in SESSIONS:
+        backend = backend.removesuffix("-session")
+        require_backend(backend)
+        session_target = SessionTarget(backend)
+        yield session_target
+        session_target.close()
+        return
     with pytest.MonkeyPatch.context() as patch:
         if backend == PRIVATE_BWRAP:
             install_privately(patch, tmp_path_factory.mktemp("home"))
@@ -68,8 +168,46 @@ def box(request, tmp_path_factory):
         sandbox.close()
 
 
+@pytest.fixture
+def box(target):
+    """The attack's target; a session target starts the test on a fresh session."""
+    if isinstance(target, SessionTarget):
+        target.fresh()
+    return target
+
+
+@pytest.fixture(params=_target_params(ISOLATING))
+def job_backend(request, tmp_path_factory):
+    """For what only job sandboxes have: each isolating backend's name (the
+    private bwrap install in place while the test runs)."""
+    with pytest.MonkeyPatch.context() as patch:
+        backend = request.param
+        if backend == PRIVATE_BWRAP:
+            install_privately(patch, tmp_path_factory.mktemp("home"))
+            backend = "bwrap"
+        require_backend(backend)
+        yield backend
+
+
+def is_session(box) -> bool:
+    return isinstance(box, SessionTarget)
+
+
 def run(box, code: str, **kwargs):
     return box.run(textwrap.dedent(code), **kwargs)
+
+
+def next_run(box, code: str):
+    """Run ``code`` where the next job (the same sandbox) or the next episode
+    (a fresh session from the same pool) runs: nothing of before may be there."""
+    if is_session(box):
+        box.fresh()
+    return run(box, code)
+
+
+def output(result) -> str:
+    """What a job or a session command wrote, stdout and stderr together."""
+    return result.stdout + result.stderr
 
 
 def assert_still_works(box) -> None:
@@ -264,8 +402,10 @@ def test_memory_bomb_is_contained(box):
         memory_mb=128,
     )
     assert result.exit_code != 0
-    assert "MemoryError" in result.stderr or result.exit_code == -9, result
-    if result.stdout:
+    # A session's bash reports its child killed by SIGKILL as 137.
+    killed = 137 if is_session(box) else -9
+    assert "MemoryError" in output(result) or result.exit_code == killed, result
+    if result.stdout.startswith("refused after"):
         assert int(result.stdout.split()[2]) <= 128
     assert not result.timed_out
     assert_still_works(box)
@@ -296,8 +436,10 @@ def test_disk_fill_stops_at_the_work_dir_limit(box):
     )
     assert "stopped at" in result.stdout, result
     assert int(result.stdout.split()[2]) <= LIMITS.work_mb
-    # The next job starts in an empty work dir.
-    after = box.run("import os; print(os.listdir('.'))")
+    if is_session(box):  # the full session goes on once the agent frees space
+        assert box.session.exec("rm fill.bin && echo freed").output == "freed\n"
+    # The next job (the next episode's session) starts in an empty work dir.
+    after = next_run(box, "import os; print(os.listdir('.'))")
     assert after.stdout == "['main.py']\n"
 
 
@@ -314,9 +456,12 @@ def test_huge_output_is_capped_with_a_marker(box):
     )
     assert result.exit_code == 0
     assert result.truncated
-    assert "truncated" in result.stdout[-200:]
+    if is_session(box):  # one stream, cut at the cap: "done" came after it
+        assert "output cut" in result.stdout[-200:]
+    else:
+        assert "truncated" in result.stdout[-200:]
+        assert result.stderr == "done\n"
     assert len(result.stdout) <= LIMITS.max_output_bytes + 200
-    assert result.stderr == "done\n"
 
 
 def test_killing_the_parent_and_everything_else_stays_inside(box):
@@ -440,6 +585,52 @@ def test_no_process_outlives_its_job(box):
     assert host.stdout == ""
 
 
+def test_another_sandbox_s_files_are_out_of_reach(box):
+    """Attack: read what another job or another episode's session holds while
+    it runs (planted in its /work and /tmp by a job or command that waits)."""
+    secret = "other-secret-77"  # the search spells it in two parts: its code is in /work
+    plant = f"""
+        for path in ("/work/s.txt", "/tmp/s.txt", "/dev/shm/s.txt"):
+            open(path, "w").write({secret!r})
+        import time
+        time.sleep(4)
+        """
+    if is_session(box):
+        other = SessionTarget(box.backend)
+        other.session = open_session(box.backend, other.limits)
+    else:
+        other = attack_target(box.backend)
+    try:
+        planter = threading.Thread(target=run, args=(other, plant))
+        planter.start()
+        time.sleep(1.5)
+        result = run(
+            box,
+            """
+            import glob, os
+            hits = []
+            roots = ["/work", "/tmp", "/dev/shm", *glob.glob("/proc/[0-9]*/root/work"),
+                     *glob.glob("/proc/[0-9]*/root/tmp"), *glob.glob("/proc/[0-9]*/cwd")]
+            for root in roots:
+                for folder, _, names in os.walk(root):
+                    for name in names:
+                        try:
+                            with open(os.path.join(folder, name), errors="replace") as f:
+                                if "other-" + "secret-77" in f.read(4096):
+                                    hits.append(os.path.join(folder, name))
+                        except OSError:
+                            pass
+            print("hits", hits)
+            print("pids", len([p for p in os.listdir("/proc") if p.isdigit()]))
+            """,
+        )
+        planter.join()
+    finally:
+        other.close()
+    assert result.stdout.startswith("hits []\n"), result
+    assert int(result.stdout.split()[-1]) <= 5, result  # its own processes only
+
+
 def _host_process_count() -> int:
     return sum(1 for name in os.listdir("/proc") if name.isdigit())
 
@@ -460,7 +651,7 @@ def test_tmp_shm_and_ipc_are_empty_for_the_next_job(box):
     )
     assert planted.exit_code == 0, planted
     assert int(planted.stdout.split()[1]) >= 0, planted
-    after = run(
+    after = next_run(
         box,
         """
         import os
@@ -524,7 +715,7 @@ def test_memory_limit_holds_for_the_job_as_a_whole(box):
     )
     # Eight times 80% of the limit cannot all fit: most are killed, and the job says why.
     assert result.memory_exceeded, result
-    assert "memory limit of 256 MB" in result.stderr
+    assert "memory limit of 256 MB" in output(result)
     assert int(result.stdout.split()[1]) >= 6, result
     assert not result.timed_out and result.error is None
     time.sleep(0.5)
@@ -548,11 +739,19 @@ def test_a_forged_reply_never_becomes_a_result(box):
             except OSError as exc:
                 print("refused", pid, type(exc).__name__)
         print("wrote", wrote)
+        raise SystemExit(7)
         """,
     )
-    assert "FORGED" not in result.stdout
-    # Either the runner's output was out of reach, or the forgery was caught.
-    assert result.stdout.endswith("wrote []\n") or "nonce" in (result.error or ""), result
+    if is_session(box):
+        # The server (PID 1) is out of reach; the command's own output stream
+        # (its shell's) is not, and what it writes there is output, not a result.
+        assert "refused 1 PermissionError" in result.stdout, result
+        assert result.exit_code == 7 and result.stdout.endswith("]\n"), result
+    else:
+        assert "FORGED" not in result.stdout
+        # Either the runner's output was out of reach, or the forgery was caught.
+        assert result.stdout.endswith("wrote []\n") or "nonce" in (result.error or ""), result
+        assert result.error is not None or result.exit_code == 7, result
     after = box.run("print('my own output')")
     assert after.stdout == "my own output\n" and after.error is None, after
 
@@ -608,7 +807,7 @@ def test_a_key_one_job_adds_is_gone_for_the_next(box):
         print("added" if key > 0 else "refused", ctypes.get_errno())
         """,
     )
-    found = run(
+    found = next_run(
         box,
         f"""
         import ctypes
@@ -649,12 +848,20 @@ def test_ptrace_and_reading_other_processes_is_refused(box):
             os._exit(0)
         print("attach", libc.ptrace(16, pid, None, None))  # PTRACE_ATTACH
         os.kill(pid, 9)
+        print("attach to 1", libc.ptrace(16, 1, None, None))  # the runner or session server
         """,
     )
+    # PID 1 (the job runner, the session's server, bwrap's init) is out of reach everywhere.
+    assert "attach to 1 -1" in result.stdout, result
+    if is_session(box) and box.backend == "docker":
+        # A docker session's commands run under docker's default seccomp
+        # profile, which lets a process trace its own children (a job's are
+        # kept undumpable by the runner; bwrap's filter refuses ptrace).
+        return
     assert "attach -1" in result.stdout, result
 
 
-def test_the_cpu_limit_holds_for_the_whole_sandbox(box):
+def test_the_cpu_limit_holds_for_the_whole_sandbox(job_backend):
     # Each child burns 0.4 s of CPU (not of wall time: on a loaded host a
     # wall-clock spin may never use a quarter of a CPU); within a 0.25-CPU
     # quota that takes over 3 s. The job prints the CPU its children used and
@@ -674,7 +881,7 @@ def test_the_cpu_limit_holds_for_the_whole_sandbox(box):
         print(times.children_user + times.children_system, time.monotonic() - start)
         """
     limits = Limits(timeout_s=10, memory_mb=256, cpus=0.25)
-    sandbox = make_sandbox(box.backend, limits=limits)
+    sandbox = make_sandbox(job_backend, limits=limits)
     with sandbox:
         before = sandbox.throttled_periods()
         result = run(sandbox, spin)
@@ -682,7 +889,7 @@ def test_the_cpu_limit_holds_for_the_whole_sandbox(box):
     assert before is not None and after is not None, "the host cannot read the CPU quota"
     cpu_s, wall_s = (float(x) for x in result.stdout.split())
     # A container's quota also holds its runner, which gets RUNNER_CPUS more.
-    quota = limits.cpus + (RUNNER_CPUS if box.backend == "docker" else 0.0)
+    quota = limits.cpus + (RUNNER_CPUS if job_backend == "docker" else 0.0)
     # The guarantee: two busy processes together never ran faster than the
     # quota (with room for the scheduler's 100 ms periods at the edges).
     assert cpu_s <= quota * wall_s + 0.1, (quota, cpu_s, wall_s, result)

@@ -2,6 +2,10 @@
 
 Each test runs against a real sandbox of each backend (docker cases are
 marked ``docker``); the attack tests fail without the defence they name.
+The escape suite (tests/test_sandbox_escape.py) runs its attacks as session
+commands too: network, host files and /proc, privileges, writes outside
+/work, processes left behind, fork and memory bombs, filling the disk,
+another session's files and state kept into the next session from a pool.
 """
 
 from __future__ import annotations
@@ -9,7 +13,6 @@ from __future__ import annotations
 import gc
 import io
 import os
-import socket
 import subprocess
 import sys
 import tarfile
@@ -78,20 +81,6 @@ def test_timeout_kills_the_command_and_its_children_and_the_session_goes_on(back
         assert s.exec("echo alive").output == "alive\n"
 
 
-def test_background_processes_do_not_outlive_their_command(backend):
-    """Attack: processes left running (``&``, nohup, setsid) to act between turns."""
-    with session(backend) as s:
-        r = s.exec(
-            "sleep 1000 & nohup sleep 1001 >/dev/null 2>&1 & setsid sleep 1002 & "
-            "(while :; do date >> ticks.txt; sleep 0.2; done) & echo started"
-        )
-        assert r.output == "started\n" and r.duration_s < 60
-        s.exec("sleep 1")
-        names = s.exec(PROCESS_NAMES).output.split()
-        assert "sleep" not in names and "nohup" not in names
-        assert s.exec("cat ticks.txt 2>/dev/null | wc -l").output.strip() in ("0", "1")
-
-
 def test_output_is_capped_with_a_marker(backend):
     with session(backend, output_bytes=1000) as s:
         r = s.exec("head -c 100000 /dev/zero | tr '\\0' a; echo done >&2")
@@ -116,41 +105,13 @@ def test_forged_reply_frames_change_nothing(backend):
         assert s.exec("echo next").output == "next\n"
 
 
-def test_no_network_non_root_and_a_read_only_system(backend):
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    listener.setblocking(False)
-    port = listener.getsockname()[1]
-    with session(backend) as s, listener:
-        assert s.exec("id -u").output == "65534\n"
-        probe = (
-            "import socket\n"
-            "print(sorted(name for _, name in socket.if_nameindex()))\n"
-            "for host in ('1.1.1.1', '127.0.0.1'):\n"
-            "    try:\n"
-            f"        socket.create_connection((host, {port}), timeout=2); print('connected')\n"
-            "    except OSError as e:\n"
-            "        print('no network')\n"
-        )
-        s.write_file("probe.py", probe)
-        assert s.exec("python3 probe.py").output == "['lo']\nno network\nno network\n"
-        with pytest.raises(BlockingIOError):
-            listener.accept()  # nothing arrived on the host's loopback
-        r = s.exec("unshare -U true 2>/dev/null && echo userns; ls /run/envgym 2>/dev/null; true")
-        assert r.output == ""  # no user namespace, no channel socket left to find
-        for path in ("/etc/x", "/usr/x", "/x", "/opt/envgym/x"):
-            assert s.exec(f"echo x > {path}").exit_code != 0, path
-
-
-def test_the_hosts_files_are_out_of_reach(backend, tmp_path):
-    """Attack: read a file of the host through the shell or read_file."""
+def test_read_file_keeps_to_the_work_directory(backend, tmp_path):
+    """Attack: read a file of the host through read_file (through the shell:
+    tests/test_sandbox_escape.py, which runs its attacks as session commands too)."""
     secret = tmp_path / "secret.txt"
     secret.write_text("host-secret-4242")
     os.chmod(tmp_path, 0o755)
     with session(backend) as s:
-        r = s.exec(f"cat {secret}; grep -rs host-secret-4242 /tmp /root /home /work; echo end")
-        assert "host-secret-4242" not in r.output.replace(str(secret), "")
         with pytest.raises(ValueError, match="outside the work directory"):
             s.read_file(str(secret))
         s.exec("ln -s /etc/passwd passwd-link")
@@ -176,32 +137,6 @@ def test_write_and_read_files_in_the_work_directory(backend):
         with pytest.raises(ValueError):
             s.read_file("missing.txt")
         assert s.exec("echo ok").ok  # errors leave the session usable
-
-
-def test_disk_limit_holds_and_the_session_survives(backend):
-    """Attack: fill the disk."""
-    with session(backend, work_mb=8) as s:
-        r = s.exec("for i in 1 2 3; do head -c 4M /dev/zero > f$i || exit 9; done")
-        assert r.exit_code == 9 and "No space left" in r.output
-        assert int(s.exec("du -sm /work | cut -f1").output) <= 8
-        assert s.exec("rm f* && echo freed").output == "freed\n"
-
-
-def test_memory_limit_holds_and_the_session_survives(backend):
-    with session(backend, memory_mb=64) as s:
-        r = s.exec("python3 -c \"x = b'x' * (300 << 20); print('allocated')\"")
-        assert r.exit_code != 0 and "allocated\n" not in r.output
-        assert r.memory_exceeded or "MemoryError" in r.output
-        assert s.exec("echo alive").output == "alive\n"
-
-
-def test_fork_bomb_is_contained_and_the_session_survives(backend):
-    """Attack: a fork bomb."""
-    with session(backend, max_processes=32) as s:
-        s.exec(":(){ :|:& };:; sleep 1", timeout_s=2)
-        assert s.exec("echo alive").output == "alive\n"
-        names = s.exec(PROCESS_NAMES).output.split()
-        assert len(names) <= 3, names  # the shell, cat (maybe), nothing of the bomb
 
 
 def test_cpu_seconds_run_out_for_the_whole_session(backend):
@@ -347,18 +282,6 @@ def test_a_snapshot_tree_is_what_the_trusted_grader_checks(backend):
         assert not run_checks(box, s.snapshot().tree, [check])[0].passed
         s.exec("mkdir out && echo 42 > out/answer.txt")
         assert run_checks(box, s.snapshot().tree, [check])[0].passed
-
-
-def test_a_session_cannot_read_another_sessions_files(backend):
-    """Attack: read what another episode's session holds."""
-    with session(backend) as first, session(backend) as second:
-        first.exec("echo other-secret-77 > /work/s.txt; echo other-secret-77 > /tmp/s.txt")
-        r = second.exec(
-            "grep -rs other-secret-77 /work /tmp /dev/shm /proc/[0-9]*/root/work /proc/[0-9]*/cwd; "
-            "ls /proc | grep -c '^[0-9]'"
-        )
-        assert "other-secret-77" not in r.output
-        assert int(r.output.split()[-1]) <= 4  # its own processes only: server, bash, ls, grep
 
 
 def test_a_session_left_open_is_gone_when_its_interpreter_exits(backend):

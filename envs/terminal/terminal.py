@@ -9,6 +9,7 @@ session's final tree in separate one-shot sandbox jobs, never in the session.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -462,6 +463,12 @@ _REPOFIX_DOC = (
 )
 
 
+#: RepoFix tasks recently built in this process: building one (its package,
+#: bug and hidden tests, checked by running them) takes about 20 ms, and
+#: evaluation and the test suites replay the same seeds. Tasks are immutable.
+_repo_task = functools.lru_cache(maxsize=64)(make_repo_task)
+
+
 class RepoFixEnv(ShellTaskEnv):
     __doc__ = _REPOFIX_DOC
 
@@ -470,7 +477,7 @@ class RepoFixEnv(ShellTaskEnv):
             _, seed = _parse_task_id(options["task_id"], self.difficulty, ("repofix",))
         else:
             seed = _task_seed(self)
-        return make_repo_task(seed, self.difficulty)
+        return _repo_task(seed, self.difficulty)
 
 
 assert set(LEVELS) == set(ShellTaskEnv.presets)

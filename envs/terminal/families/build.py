@@ -1,7 +1,9 @@
 """Repair a broken build script without make (the build is a bash script;
 family ``make`` repairs a Makefile): one planted bug (easy), two (medium),
 three (hard). A check rebuilds from a changed copy of the sources, so a dist/
-written by hand does not pass."""
+written by hand does not pass; and dist/ counts only once build.sh differs from
+the broken script as given (running that one builds the outputs its bug spares,
+which paid a random agent that merely ran it)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ from envgym.envs.terminal.families._common import (
     lines,
     make,
     rng_for,
-    text_check,
     write_cmd,
 )
 from envgym.envs.terminal.task import TerminalTask
@@ -69,6 +70,24 @@ def _outputs(header: str, version: str, chapters: dict[str, str], order: list[st
     }
 
 
+def _built_check(name: str, path: str, expected: str, broken: str):
+    """``path`` holds ``expected``, built by a build.sh other than the broken one."""
+    return check(
+        name,
+        """
+script = Path("build.sh")
+if script.is_file() and hashlib.sha256(script.read_bytes()).hexdigest() == BROKEN:
+    fail("build.sh is still the broken script as given: dist/ counts once it is repaired")
+got = norm(read(PATH))
+if got != norm(EXPECTED):
+    fail(f"{PATH} does not hold the expected content (got {got[:60]!r})")
+""",
+        PATH=path,
+        EXPECTED=expected,
+        BROKEN=broken,
+    )
+
+
 def make_task(seed: int, difficulty: str) -> TerminalTask:
     rng = rng_for(FAMILY, seed, difficulty)
     k = {"easy": 1, "medium": 2, "hard": 3}[difficulty]
@@ -108,8 +127,10 @@ def make_task(seed: int, difficulty: str) -> TerminalTask:
         "src/parts.list and the chapters hold at the time; then run it so dist/ holds the "
         "build of the current sources. Do not change the files under src/ or VERSION."
     )
+    broken = hashlib.sha256(script.encode()).hexdigest()
     checks = [
-        text_check(f"built_{p.split('/')[1].split('.')[0].lower()}", p, t) for p, t in built.items()
+        _built_check(f"built_{p.split('/')[1].split('.')[0].lower()}", p, t, broken)
+        for p, t in built.items()
     ]
     checks.append(
         check(
