@@ -18,6 +18,7 @@ import sys
 import tarfile
 
 import pytest
+from sandbox_backends import backend_params, require_backend
 
 from envgym.sandbox import (
     SessionError,
@@ -27,7 +28,6 @@ from envgym.sandbox import (
     SessionSnapshot,
     open_session,
 )
-from tests.sandbox_backends import backend_params, require_backend
 
 BACKENDS = backend_params(("docker", "bwrap"))
 
