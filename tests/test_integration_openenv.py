@@ -7,7 +7,8 @@ checked for every adapter in tests/test_integration_contract.py, where
 observation and state, plays a puzzle, a tool world and a game on
 ``envgym serve``'s server in a thread. Here: the ``envgym serve`` command itself
 in a subprocess, played by the async client, passes OpenEnv's runtime
-validator (except the two endpoints envgym's server lacks), and OpenEnv's
+validator (except the MCP endpoint, which `envgym mcp serve` serves apart) and
+its `/metadata` reads as OpenEnv's ``EnvironmentMetadata``, and OpenEnv's
 manifest reader accepts what this module writes.
 """
 
@@ -34,7 +35,9 @@ from envgym.remote import serve_in_subprocess  # noqa: E402
 
 
 def test_the_async_client_plays_envgym_serve_and_openenvs_validator_accepts_it():
+    import httpx
     from openenv.cli._validation import validate_running_environment
+    from openenv.core.env_server.types import EnvironmentMetadata
 
     env_id, kwargs = "envgym/Sokoban-v0", {"max_turns": 2}
 
@@ -48,12 +51,16 @@ def test_the_async_client_plays_envgym_serve_and_openenvs_validator_accepts_it()
     with serve_in_subprocess(env_id, kwargs, port=0) as server:
         first, middle, last = asyncio.run(play())
         report = validate_running_environment(server.address.base_url)
+        reply = httpx.get(f"{server.address.base_url}/metadata").json()
     assert not first.done and not middle.done and last.done  # the turn limit, 2
     assert last.turn == 2 and last.info["action_valid"] is False
     failed = set(report["summary"]["failed_criteria"])
-    # The WebSocket session, /health, /schema and the OpenAPI document pass; envgym's
-    # server has no /metadata or MCP endpoint (yet).
-    assert failed <= {"metadata_endpoint", "mcp_endpoint"}, report
+    # The WebSocket session, /health, /schema, /metadata and the OpenAPI document
+    # pass; envgym's server has no MCP endpoint (`envgym mcp serve` is its own server).
+    assert failed <= {"mcp_endpoint"}, report
+    metadata = EnvironmentMetadata.model_validate(reply)
+    assert metadata.name == env_id and "box" in metadata.description
+    assert "## Rewards" in metadata.readme_content  # the env's manual
 
 
 def test_openenv_manifest(tmp_path):

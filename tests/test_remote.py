@@ -26,6 +26,7 @@ from gymnasium.utils.env_checker import check_env
 import envgym  # noqa: F401  (registers the ids)
 from envgym.agents import make_agent
 from envgym.cli import main
+from envgym.registry import get_spec
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
@@ -754,3 +755,10 @@ def test_server_addresses_parse_from_what_users_type():
     assert str(ServerAddress(uds="/tmp/e.sock")) == "unix:/tmp/e.sock"
     with pytest.raises(ValueError, match="OpenEnv's clients need a TCP address"):
         _ = ServerAddress(uds="/tmp/e.sock").base_url
+
+
+def test_metadata_describes_the_env_from_the_registry(sokoban_server):
+    metadata = fetch_json(sokoban_server, "/metadata")
+    assert metadata["name"] == "envgym/Sokoban-v0"
+    assert metadata["description"] == get_spec("envgym/Sokoban-v0").description
+    assert metadata["readme_content"].startswith("Sokoban")  # the env's manual

@@ -308,6 +308,18 @@ class HealthReply(BaseModel):
     send_privileged: bool
 
 
+class MetadataReply(BaseModel):
+    """``GET /metadata``: the env's name and description, in the fields of OpenEnv's
+    ``EnvironmentMetadata`` (its tooling and validator read them)."""
+
+    name: str
+    description: str
+    readme_content: str | None = None
+    version: str | None = None
+    author: str | None = None
+    documentation_url: str | None = None
+
+
 class SchemaReply(BaseModel):
     """``GET /schema``: OpenEnv's three JSON Schemas, then the env and the server's limits."""
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import inspect
 import logging
 import time
 import uuid
@@ -46,10 +47,12 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
+from envgym.registry import get_spec, load_entry_point
 from envgym.remote.config import ServerConfig, ServerStartError
 from envgym.remote.messages import (
     BadRequest,
     HealthReply,
+    MetadataReply,
     ResetData,
     ResetRequest,
     SchemaReply,
@@ -164,10 +167,37 @@ class EnvServer:
         async def get_schema() -> SchemaReply:
             return schema
 
+        @app.get("/metadata")
+        async def get_metadata() -> MetadataReply:
+            return metadata()
+
+        metadata = functools.cache(self.metadata)
+
         # A plain Starlette route: the session handler needs no dependency injection.
         app.router.add_websocket_route("/ws", self._serve_session)
 
         return app
+
+    def metadata(self) -> MetadataReply:
+        """What ``GET /metadata`` returns: the registry's description of the env and
+        its manual (the env class's docstring), never anything of a session. An env
+        registered with gymnasium alone has its docstring's first line as description."""
+        env_id = self.config.env_id
+        try:
+            spec = get_spec(env_id)
+            description, entry_point = spec.description, spec.entry_point
+        except KeyError:
+            description, entry_point = "", gym.spec(env_id).entry_point
+        if isinstance(entry_point, str):
+            entry_point = load_entry_point(entry_point)
+        manual = inspect.getdoc(entry_point)
+        return MetadataReply(
+            name=env_id,
+            description=description or (manual or env_id).splitlines()[0],
+            readme_content=manual,
+            version=f"envgym {__version__}",
+            author="envgym",
+        )
 
     def schema(self) -> SchemaReply:
         """What ``GET /schema`` returns: OpenEnv's three JSON Schemas plus envgym's spaces."""
