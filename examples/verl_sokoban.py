@@ -50,23 +50,9 @@ def write_data(data_dir: Path, train_seeds: range, val_seeds: range, env_kwargs:
 
 def tiny_model_dir() -> str:
     """A model folder verl reads: the tiny ChatML tokenizer and a Qwen2 config (no weights)."""
-    from transformers import Qwen2Config
+    from envgym.trainers.common.tiny import save_tiny_qwen2_config
 
-    from envgym.trainers.common.tiny import build_tiny_tokenizer
-
-    path = tempfile.mkdtemp(prefix="tiny-qwen2-")
-    tokenizer = build_tiny_tokenizer()
-    tokenizer.save_pretrained(path)
-    Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        architectures=["Qwen2ForCausalLM"],
-    ).save_pretrained(path)
-    return path
+    return save_tiny_qwen2_config(tempfile.mkdtemp(prefix="tiny-qwen2-"))
 
 
 def cpu_check(data_dir: Path, model_dir: str, rows: int) -> None:

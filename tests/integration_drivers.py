@@ -457,22 +457,9 @@ def verl_scripted_client_class() -> type:
 def build_tiny_qwen2(path: Any) -> str:
     """A model folder verl's HFModelConfig reads: the tiny ChatML tokenizer and a
     Qwen2 config (so verl picks its Qwen Continuous Token builder); no weights."""
-    from transformers import Qwen2Config
+    from envgym.trainers.common.tiny import save_tiny_qwen2_config
 
-    from envgym.trainers.common.tiny import build_tiny_tokenizer
-
-    tokenizer = build_tiny_tokenizer()
-    tokenizer.save_pretrained(path)
-    Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        architectures=["Qwen2ForCausalLM"],
-    ).save_pretrained(path)
-    return str(path)
+    return save_tiny_qwen2_config(path)
 
 
 def verl_trainer_config(model_dir: str, max_response_length: int = 6144, agent_loop_config=None):

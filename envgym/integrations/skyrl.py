@@ -53,6 +53,7 @@ from typing import Any
 import gymnasium as gym
 
 import envgym  # noqa: F401 - registers the envgym ids with Gymnasium
+from envgym.core import INFO_KEYS
 from envgym.extras import missing_extra
 from envgym.registry import list_envs
 
@@ -76,20 +77,12 @@ __all__ = [
 #: The skyrl_gym entry point every envgym id is registered with.
 ENTRY_POINT = "envgym.integrations.skyrl:EnvgymTextEnv"
 
-#: The info keys passed on as metadata: everything a trainer may log, never
-#: ``privileged`` (trainer-only data such as gold answers) nor the texts the
-#: conversation already holds.
-PUBLIC_INFO_KEYS = (
-    "task_id",
-    "turn",
-    "action_valid",
-    "success",
-    "reward_components",
-    "state_key",
-    "admissible_actions",
-    "cost",
-    "player",
-    "sandbox_error",
+#: The info keys passed on as metadata: the shared keys (`envgym.core.INFO_KEYS`)
+#: a trainer may log, never ``privileged`` (trainer-only data such as gold
+#: answers), nor ``grade`` (a code env's per-test results), nor the texts the
+#: conversation already holds (``tools``, ``system_prompt``).
+PUBLIC_INFO_KEYS = tuple(
+    key for key in INFO_KEYS if key not in {"privileged", "grade", "tools", "system_prompt"}
 )
 
 

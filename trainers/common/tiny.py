@@ -21,6 +21,7 @@ __all__ = [
     "SPECIAL_TOKENS",
     "build_tiny_model",
     "build_tiny_tokenizer",
+    "save_tiny_qwen2_config",
     "env_corpus",
 ]
 
@@ -147,3 +148,23 @@ def build_tiny_model(
         model.save_pretrained(path)
         tokenizer.save_pretrained(path)
     return model, tokenizer
+
+
+def save_tiny_qwen2_config(path: str | Path) -> str:
+    """A model folder with the tiny ChatML tokenizer and a one-layer Qwen2 config,
+    no weights: what frameworks that read a model's folder but never run it here
+    (verl's HFModelConfig, which picks its token builder from the architecture) need."""
+    from transformers import Qwen2Config
+
+    tokenizer = build_tiny_tokenizer()
+    tokenizer.save_pretrained(path)
+    Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        architectures=["Qwen2ForCausalLM"],
+    ).save_pretrained(path)
+    return str(path)
