@@ -46,3 +46,16 @@ def play_solution(box, task: TerminalTask) -> bytes:
 
 def verdicts(box, task: TerminalTask, tree: bytes) -> list[CheckResult]:
     return run_checks(box, tree, task.checks)
+
+
+def play_episode(env, agent, seed: int) -> tuple[float, dict, str]:
+    """One episode of `env` from `seed`, played by `agent` (an envgym agent, reset
+    first): its return, its last info and its last observation."""
+    agent.reset()
+    obs, info = env.reset(seed=seed)
+    total, done = 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+        total += reward
+        done = terminated or truncated
+    return total, info, obs

@@ -10,6 +10,7 @@ import pickle
 import gymnasium as gym
 import pytest
 from sandbox_backends import require_backend
+from terminal_play import play_episode
 
 import envgym  # noqa: F401 - registers the ids
 from envgym.agents import make_agent
@@ -26,15 +27,7 @@ def make(env_id: str, backend: str = "bwrap", **kwargs) -> gym.Env:
 
 
 def play(env: gym.Env, agent_name: str, seed: int):
-    agent = make_agent(agent_name, env, seed=seed)
-    agent.reset()
-    obs, info = env.reset(seed=seed)
-    total, done = 0.0, False
-    while not done:
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
-        total += reward
-        done = terminated or truncated
-    return total, info, obs
+    return play_episode(env, make_agent(agent_name, env, seed=seed), seed)
 
 
 @pytest.mark.parametrize("level", LEVELS)

@@ -14,7 +14,7 @@ import tarfile
 import gymnasium as gym
 import pytest
 from sandbox_backends import require_backend
-from terminal_play import play_solution, play_untouched
+from terminal_play import play_episode, play_solution, play_untouched
 
 import envgym  # noqa: F401 - registers the ids
 from envgym.agents import make_agent
@@ -73,14 +73,7 @@ def test_running_make_alone_never_builds_right():
 
 
 def play(env, agent_name: str, seed: int):
-    agent = make_agent(agent_name, env, seed=seed)
-    agent.reset()
-    obs, info = env.reset(seed=seed)
-    total, done = 0.0, False
-    while not done:
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
-        total += reward
-        done = terminated or truncated
+    total, info, _ = play_episode(env, make_agent(agent_name, env, seed=seed), seed)
     return total, info
 
 

@@ -22,7 +22,7 @@ from dataclasses import replace
 import gymnasium as gym
 import pytest
 from sandbox_backends import require_backend
-from terminal_play import play_solution, verdicts
+from terminal_play import play_episode, play_solution, verdicts
 
 import envgym  # noqa: F401 - registers the ids
 from envgym.agents import make_agent
@@ -39,13 +39,7 @@ CASES.append(("envgym/RepoFix-v0", None))
 
 
 def _play(env: gym.Env, agent, seed: int) -> tuple[float, bool, str]:
-    agent.reset()
-    obs, info = env.reset(seed=seed)
-    total, done = 0.0, False
-    while not done:
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
-        total += reward
-        done = terminated or truncated
+    total, info, _ = play_episode(env, agent, seed)
     return total, bool(info["success"]), info["task_id"]
 
 
