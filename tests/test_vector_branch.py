@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 from test_core import CounterEnv
 
+import envgym
 from envgym.vector import TextVectorEnv
+from envgym.vector.seeds import episode_seed
 
 SOKOBAN = "envgym/Sokoban-v0"
 
@@ -73,9 +75,13 @@ def check_branch(envs: TextVectorEnv, make_single, seed: int = 7) -> None:
     assert single_obs == obs[1]
 
 
-@pytest.mark.parametrize("workers", ["sync", "subprocess"])
+@pytest.mark.parametrize("workers", ["sync", "subprocess", "prefetch"])
 def test_branch_copies_a_sokoban_episode(workers):
-    with TextVectorEnv(SOKOBAN, num_envs=8, group_size=4, workers=workers, num_workers=2) as envs:
+    prefetch = workers == "prefetch"  # spares reset ahead must not undo a branch
+    kind = "subprocess" if prefetch else workers
+    with TextVectorEnv(
+        SOKOBAN, num_envs=8, group_size=4, workers=kind, num_workers=2, prefetch=prefetch
+    ) as envs:
         check_branch(envs, lambda: gym.make(SOKOBAN))
 
 
@@ -146,3 +152,19 @@ def test_envs_that_cannot_fork_are_named():
         envs.reset(seed=0)
         with pytest.raises(TypeError, match="CartPoleEnv has no snapshot"):
             envs.branch(0, 1)
+
+
+def test_a_branched_episode_ends_as_the_source_would_and_groups_go_on():
+    frozen = "envgym/FrozenLake-v0"
+    with envgym.make_vec(frozen, num_envs=4, group_size=2, max_actions_per_turn=1) as envs:
+        envs.reset(seed=10, options={"task_id": "SF/HG"})
+        envs.step(["<answer>Right</answer>"] + ["<answer>Up</answer>"] * 3)
+        envs.branch(0, [1, 2])  # 2 is in the other group
+        obs, rewards, terminated, _, infos = envs.step(["<answer>Down</answer>"] * 4)
+        # Down wins from where env 0 stood; env 3, still at the start, falls in the hole.
+        assert terminated.all() and list(rewards) == [1.0, 1.0, 1.0, 0.0]
+        assert [envs.final_info(i)["success"] for i in range(4)] == [True, True, True, False]
+        # Their next tasks: env 1 its group's (the source's), env 2 its own group's.
+        assert envs.episode_seeds[1] == envs.episode_seeds[0]
+        assert envs.episode_seeds[2] == episode_seed(11, 1) != envs.episode_seeds[0]
+        assert list(envs.episode_counts) == [1, 1, 1, 1]

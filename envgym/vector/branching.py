@@ -80,7 +80,10 @@ def branch_slots(envs: TextVectorEnv, i: int, k: int | Sequence[int]) -> list[in
 
     w, k_source = envs._where[i]
     envs._workers.send(w, ("snapshot", k_source))
-    snapshot = envs._unwrap(w, envs._workers.gather([w], envs.step_timeout_s)[w], "snapshot")
+    answer = envs._workers.gather([w], envs.step_timeout_s)[w]
+    if isinstance(answer, LostWorker):  # its envs come back fresh, with no episode
+        envs._needs_reset = True
+    snapshot = envs._unwrap(w, answer, "snapshot")
 
     by_worker: dict[int, list[int]] = {}
     for t in targets:
