@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from envgym.vector.workers import LostWorker
-
-if TYPE_CHECKING:
-    from envgym.vector.env import TextVectorEnv
 
 __all__ = ["branch_slots", "branch_targets"]
 
@@ -62,9 +59,10 @@ def branch_targets(i: int, k: int | Sequence[int], num_envs: int) -> list[int]:
     return targets
 
 
-def branch_slots(envs: TextVectorEnv, i: int, k: int | Sequence[int]) -> list[int]:
-    """Put the targets of ``(i, k)`` (`branch_targets`) into copies of env ``i``'s
-    current state, env and bookkeeping alike; returns the targets."""
+def branch_slots(envs: Any, i: int, k: int | Sequence[int]) -> list[int]:
+    """Put the targets of ``(i, k)`` (`branch_targets`) of ``envs``, a
+    `TextVectorEnv`, into copies of env ``i``'s current state, env and
+    bookkeeping alike; returns the targets."""
     envs._check_open()
     targets = branch_targets(i, k, envs.num_envs)
     i = int(i)
