@@ -115,6 +115,7 @@ def test_int_k_takes_the_next_slots_wrapping_over_the_batch():
         envs.reset(seed=1)
         assert envs.branch(0, 1) == [1]
         assert envs.branch(2, 3) == [3, 0, 1]
+        assert envs.branch(1, np.array([3])) == [3]
 
 
 def test_bad_branches_say_what_to_pass():

@@ -36,6 +36,8 @@ def branch_targets(i: int, k: int | Sequence[int], num_envs: int) -> list[int]:
                 f"and the source is one of them), got k={int(k)}"
             )
         return [(i + j) % num_envs for j in range(1, int(k) + 1)]
+    if isinstance(k, np.ndarray) and k.ndim == 1:
+        k = k.tolist()
     if isinstance(k, str | bytes) or not isinstance(k, Sequence):
         raise TypeError(
             f"branch({i}, k) takes an int (how many slots after {i}) or a sequence of env "

@@ -4,7 +4,9 @@ their advantages within each subtree.
 Layout. A `TreeShape` of ``branch_turns = (b_1, .., b_D)`` and ``width = K``
 lays each GRPO group of ``group_size`` envs out as ``R = group_size / K^D``
 trees of ``K^D`` leaves. Every tree's root plays its group's task from reset
-in the first env of its block; the block's other envs wait. After the root
+in the first env of its block; the block's other envs wait (sent empty
+replies, as envs whose episode is over are, until a fork overwrites them:
+a cost for envs whose steps are slow, such as sandboxes). After the root
 has played ``b_1`` turns (replies), it becomes K children: child 0 goes on
 in the same env and children 1..K-1 are copies made with
 `TextVectorEnv.branch` into envs of the block (child ``j`` of a node whose
