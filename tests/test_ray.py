@@ -82,3 +82,11 @@ def test_ray_actors_take_closures_as_env_factories():
     with TextVectorEnv(env_fns=fns, group_size=2, workers="ray", num_workers=1) as envs:
         obs, _ = envs.reset(seed=8)
         assert obs[0] == obs[1] == gym.make(FROZEN, difficulty="medium").reset(seed=8)[0]
+
+
+def test_branch_copies_an_episode_across_ray_actors():
+    from test_vector_branch import check_branch
+
+    # Two actors: env 1's snapshot is pickled from one actor into the other (env 5).
+    with TextVectorEnv(SOKOBAN, num_envs=8, group_size=4, workers="ray", num_workers=2) as envs:
+        check_branch(envs, lambda: gym.make(SOKOBAN))

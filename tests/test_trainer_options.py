@@ -72,6 +72,8 @@ def test_every_option_is_taken_from_the_command_line_as_before(cls):
     changed["steps"] = 3  # keeps the training seeds below --eval-seed
     if cls is SelfPlayConfig:
         changed.update(game="kuhn_poker", eval_levels="easy,hard", clip=0.3, temperature=0.7)
+    if cls is GRPOConfig:  # one fork of width 3 into groups of 9, with rloo
+        changed.update(tree_branch_turns="1")
     parsed = parse_options(cls, _command_line(changed))
     assert parsed == cls(**changed)
     # Every option is one an older command line could set, and none was left at its default.

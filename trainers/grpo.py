@@ -18,6 +18,16 @@ by ``save_pretrained`` with a chat template. The run folder (``--out-dir``)
 gets ``metrics.jsonl``, TensorBoard events, checkpoints (``--resume``
 continues the last one exactly) and, with ``--eval-every``, results files
 of held-out seeds that ``envgym submit`` and the leaderboard accept.
+
+Tree rollouts (ARPO, TreeRL): ``--tree-branch-turns 1,3 --tree-width 2``
+forks every episode after its 1st and 3rd replies into 2 continuations each
+(`TextVectorEnv.branch`), so a group of ``--group-size 8`` holds 2 trees of 4
+leaves. Each node's turns are scored against its siblings' subtree returns
+(the mean return of the leaves under each): with ``grpo``,
+``A(n) = (V(n) - mean_sib V) / (std_sib V + eps)``; a root's siblings are the
+other roots of its group. A shared prefix is trained once, in the episode
+that played it. Layout and formulas: `envgym.trainers.common.tree`. The run
+log counts ``tree/nodes`` and ``tree/leaves`` per step.
 """
 
 from __future__ import annotations
@@ -31,6 +41,13 @@ from typing import Any
 
 from envgym.trainers.common.advantages import ESTIMATORS, compute_advantages, zero_variance_groups
 from envgym.trainers.common.options import EnvRunOptions, option
+from envgym.trainers.common.tree import (
+    TREE_ESTIMATORS,
+    TreeShape,
+    parse_branch_turns,
+    tree_advantages,
+    tree_counts,
+)
 from envgym.trainers.common.update import policy_update
 
 __all__ = ["GRPOConfig", "main", "train"]
@@ -53,6 +70,15 @@ class GRPOConfig(EnvRunOptions):
     scale_by_std: bool = option(True, "divide group-relative advantages by the group's std")
     drop_zero_variance: bool = option(True, "drop groups whose advantages are all zero")
     loss_agg: str = option("token-mean", "loss aggregation", ("token-mean", "sequence-mean"))
+    tree_branch_turns: str = option(
+        "", "tree rollouts: fork each episode after these reply counts, e.g. '1,3' ('': none)"
+    )
+    tree_width: int = option(2, "tree rollouts: continuations per fork")
+
+    def tree(self) -> TreeShape | None:
+        """The tree rollouts' shape, or None without ``--tree-branch-turns``."""
+        turns = parse_branch_turns(self.tree_branch_turns)
+        return TreeShape(turns, self.tree_width) if turns else None
 
     def problems(self) -> list[str]:
         problems = super().problems()
@@ -60,6 +86,19 @@ class GRPOConfig(EnvRunOptions):
             problems.append("--num-groups and --group-size must be >= 1")
         if self.minibatches > self.num_groups * self.group_size:
             problems.append("--minibatches cannot exceed the episodes per step")
+        try:
+            tree = self.tree()
+        except ValueError as exc:
+            return [*problems, str(exc)]
+        if tree is not None:
+            problem = tree.problem(self.group_size)
+            if problem:
+                problems.append(problem)
+            if self.estimator not in TREE_ESTIMATORS:
+                problems.append(
+                    f"tree rollouts score each node against its siblings: use --estimator "
+                    f"{' or '.join(TREE_ESTIMATORS)} (got {self.estimator})"
+                )
         return problems
 
 
@@ -88,21 +127,31 @@ def train(config: GRPOConfig) -> dict[str, Any]:
         group_size=config.group_size,
         workers=config.workers,
     )
+    tree = config.tree()
     with envs, training:
         for step in range(training.start, config.steps):
             t_step = time.perf_counter()
-            played, times = training.rollouts(envs, step)
+            played, times = training.rollouts(envs, step, tree)
             training.backend.sleep()  # a vLLM engine gives its memory back for the update
             episodes = [e for e in played if e.error is None]  # a crashed env's says nothing
-            advantages = compute_advantages(
-                [e.group for e in episodes],
-                [e.rewards for e in episodes],
-                [e.state_keys for e in episodes],
-                estimator=config.estimator,
-                gamma=config.gamma,
-                step_weight=config.step_weight,
-                scale_by_std=config.scale_by_std,
-            )
+            if tree is not None:
+                advantages = tree_advantages(
+                    tree,
+                    [e.tree_node for e in episodes],
+                    [e.rewards for e in episodes],
+                    estimator=config.estimator,
+                    scale_by_std=config.scale_by_std,
+                )
+            else:
+                advantages = compute_advantages(
+                    [e.group for e in episodes],
+                    [e.rewards for e in episodes],
+                    [e.state_keys for e in episodes],
+                    estimator=config.estimator,
+                    gamma=config.gamma,
+                    step_weight=config.step_weight,
+                    scale_by_std=config.scale_by_std,
+                )
             dropped: set[int] = set()
             if config.drop_zero_variance:
                 dropped = zero_variance_groups([e.group for e in episodes], advantages)
@@ -132,6 +181,10 @@ def train(config: GRPOConfig) -> dict[str, Any]:
                 ),
                 "time/step_s": time.perf_counter() - t_step,
             }
+            if tree is not None:
+                nodes, leaves = tree_counts([e.tree_node for e in played])
+                metrics["tree/nodes"] = dist.all_sum(nodes)
+                metrics["tree/leaves"] = dist.all_sum(leaves)
             training.end_step(step + 1, metrics)
     return training.finish()
 

@@ -38,6 +38,22 @@ next one; with none left it goes idle (``active[i]`` False, observation
 `final_info(i)` give one env's info dicts exactly as the env returned them, and
 `env_attr(i, name)` reads an attribute of its unwrapped env where it lives.
 
+Branching (tree rollouts, search). ``branch(i, k)`` puts ``k`` envs into
+copies of env ``i``'s current state and returns their indices: an int ``k``
+takes the ``k`` envs after ``i``, wrapping over the batch (``i+1 .. i+k``
+modulo ``num_envs``, so they are ``i``'s group-mates whenever the group has
+room after ``i``); a sequence names them. The copy is the env's own
+``unwrapped.snapshot()`` run in ``i``'s worker and ``restore(snapshot)`` in
+each target's (pickled across processes and Ray actors; a ``RemoteEnv``'s
+snapshot is a handle its server restores), so every worker kind branches.
+The vector env's bookkeeping follows: each target takes ``i``'s observation,
+info, episode seed and episode count, so its next step is the step ``i``
+would take; the episode it abandons ends without a ``final_info``; its group
+does not change, and after the copied episode it goes on with its own
+group's tasks. The source must be running an episode, targets must differ
+from it and from each other, and task-queue mode refuses (it plays each seed
+once). A failed restore leaves the batch needing ``reset()``.
+
 Same-step autoreset (``metadata["autoreset_mode"] == AutoresetMode.SAME_STEP``):
 the step that ends an episode already returns the next episode's first
 observation; the last observation and info of the finished episode are in
@@ -73,6 +89,7 @@ Inside the package, one job per module:
 - `envgym.vector.env`: `TextVectorEnv` and `make_vec`, the caller's side.
 - `envgym.vector.sources`: env ids or ``env_fns`` to one factory per env.
 - `envgym.vector.seeds`: the seed rules and `SeedQueue`, the task queue.
+- `envgym.vector.branching`: ``branch``'s checks and copies.
 - `envgym.vector.chunk`: `EnvChunk`, the envs a worker holds and the messages
   that drive them.
 - `envgym.vector.spares`: spare envs reset ahead (``prefetch=True``).

@@ -58,8 +58,9 @@ class EnvChunk:
 
     Messages are tuples: ``("describe",)``, ``("reset", [(seed, options,
     next_seed) | None, ...])``, ``("step", [(action, next_seed) | None, ...])``,
-    ``("attr", k, name)``, ``("render",)``, ``("pid",)``, ``("close",)``; the
-    answer is ``("ok", value)`` or ``("raise", RaisedInWorker)``. ``next_seed``
+    ``("attr", k, name)``, ``("snapshot", k)``, ``("restore", [k, ...],
+    snapshot)``, ``("render",)``, ``("pid",)``, ``("close",)``; the answer is
+    ``("ok", value)`` or ``("raise", RaisedInWorker)``. ``next_seed``
     is the seed for the autoreset should the step end the episode; None there
     means no autoreset (the env goes idle, its observation ``""``). A None
     request leaves that env alone (it is idle) and answers None.
@@ -93,6 +94,13 @@ class EnvChunk:
             if kind == "attr":
                 _, k, name = message
                 return "ok", getattr(self.envs[k].unwrapped, name)
+            if kind == "snapshot":
+                return "ok", self._forking(message[1], "snapshot")()
+            if kind == "restore":
+                _, ks, snapshot = message
+                for k in ks:
+                    self._forking(k, "restore")(snapshot)
+                return "ok", None
             if kind == "render":
                 return "ok", [env.render() for env in self.envs]
             if kind == "pid":
@@ -113,6 +121,19 @@ class EnvChunk:
             "render_mode": env.render_mode,
             "spec_id": env.spec.id if env.spec is not None else None,
         }
+
+    def _forking(self, k: int, name: str) -> Callable[..., Any]:
+        """Env `k`'s own ``snapshot`` or ``restore`` (on its unwrapped env, as
+        `envgym.core.TextEnv` and `RemoteEnv` define them)."""
+        env = self.envs[k].unwrapped
+        method = getattr(env, name, None)
+        if not callable(method):
+            raise TypeError(
+                f"{type(env).__name__} has no {name}() method, so its episodes cannot be "
+                "branched; branch() needs envs that fork (envgym's TextEnv subclasses, or a "
+                "RemoteEnv whose server supports snapshots)"
+            )
+        return method
 
     def _reset_one(
         self, k: int, seed: int | None, options: dict[str, Any] | None, next_seed: int | None = None

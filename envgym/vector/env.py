@@ -18,6 +18,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_differing_spaces, batch_space
 
 from envgym.extras import missing_extra
+from envgym.vector.branching import branch_slots
 from envgym.vector.in_process import SyncWorkers, ThreadWorkers
 from envgym.vector.processes import SubprocessWorkers
 from envgym.vector.seeds import SeedQueue, episode_seed, first_seeds
@@ -235,6 +236,16 @@ class TextVectorEnv(VectorEnv):
         w, k = self._where[self._index(i)]
         self._workers.send(w, ("attr", k, name))
         return self._unwrap(w, self._workers.gather([w], self.step_timeout_s)[w], "attr")
+
+    def branch(self, i: int, k: int | Sequence[int]) -> list[int]:
+        """Put ``k`` envs into copies of env `i`'s current state; returns their
+        indices. An int ``k`` means the ``k`` envs after `i`, wrapping over the
+        batch (``i+1 .. i+k`` modulo ``num_envs``); a sequence names them. Each
+        copy is made with the env's own ``snapshot()``/``restore()`` where it
+        lives; the targets take over `i`'s observation, info, episode seed and
+        count, their abandoned episodes end with no ``final_info``, and their
+        groups stay as they were. Rules: the `envgym.vector` docstring."""
+        return branch_slots(self, i, k)
 
     def _index(self, i: int) -> int:
         if isinstance(i, bool) or not isinstance(i, int | np.integer) or not 0 <= i < self.num_envs:

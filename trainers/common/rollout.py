@@ -28,6 +28,7 @@ from typing import Any
 from envgym.evaluation.tracks import check_training_seeds
 from envgym.trainers.common.generation import GenerationBackend, SamplingParams
 from envgym.trainers.common.tokenization import ChatTokenizer, EpisodeTokens
+from envgym.trainers.common.tree import TreeShape
 from envgym.vector import TextVectorEnv
 
 __all__ = ["Episode", "RolloutTimes", "TurnRecord", "collect_rollouts", "info_at"]
@@ -59,6 +60,7 @@ class Episode:
     truncated: bool = False
     error: str | None = None  # set when the env failed mid-episode (drop the episode)
     context_full: bool = False  # ended because the next prompt would not fit the model
+    tree_node: tuple[int, ...] | None = None  # tree rollouts: the leaf's path (`tree`)
 
     @property
     def rewards(self) -> list[float]:
@@ -127,6 +129,7 @@ def collect_rollouts(
     options: dict[str, Any] | None = None,
     system_prompt: bool = True,
     max_tokens: int | None = None,
+    tree: TreeShape | None = None,
 ) -> tuple[list[Episode], RolloutTimes]:
     """Play one episode in each env of ``envs`` with the policy behind ``backend``.
 
@@ -140,6 +143,9 @@ def collect_rollouts(
         system_prompt: start each chat with the env's ``info["system_prompt"]``.
         max_tokens: the model's context: an episode whose next prompt plus a
             whole reply would not fit ends there, truncated (``context_full``).
+        tree: play tree rollouts of this shape (`envgym.trainers.common.tree`):
+            each group's envs hold trees whose nodes fork with
+            `TextVectorEnv.branch`; only the leaves come back.
 
     Returns:
         The episodes, in env order, and where the time went.
@@ -169,7 +175,8 @@ def collect_rollouts(
         )
         last_info.append(info)
     times.tokenization_s += time.perf_counter() - t0
-    live = list(range(n))
+    live = list(range(n)) if tree is None else tree.roots(envs.group_size, n, episodes)
+    turns = 0
     while live:
         if max_tokens is not None:
             for i in live:
@@ -219,4 +226,11 @@ def collect_rollouts(
             still_live.append(i)
         live = still_live
         times.tokenization_s += time.perf_counter() - t0
+        turns += 1
+        if tree is not None:
+            t0 = time.perf_counter()
+            live = tree.grow(envs, episodes, last_info, live, turns)
+            times.env_s += time.perf_counter() - t0
+    if tree is not None:  # envs no node reached played nothing
+        episodes = [e for e in episodes if e.tree_node is not None]
     return episodes, times

@@ -50,6 +50,7 @@ from envgym.trainers.common.progress import TrainProgress, print_summary
 from envgym.trainers.common.rollout import Episode, RolloutTimes, collect_rollouts
 from envgym.trainers.common.run_log import RunLog
 from envgym.trainers.common.tokenization import ChatTokenizer
+from envgym.trainers.common.tree import TreeShape
 from envgym.trainers.common.warmup import format_warmup
 
 Options = TypeVar("Options", bound=RunOptions)
@@ -340,10 +341,13 @@ class Training:
         seeds from ``seed + s * per_step``, each rank its share of them in order."""
         return self.config.seed + step * self.config.per_step + self.mine.start
 
-    def rollouts(self, envs: Any, step: int) -> tuple[list[Episode], RolloutTimes]:
+    def rollouts(
+        self, envs: Any, step: int, tree: TreeShape | None = None
+    ) -> tuple[list[Episode], RolloutTimes]:
         """Step ``step``'s episodes, one in each env of ``envs`` (a
-        `TextVectorEnv`) from `first_seed` on: `collect_rollouts` with this
-        run's backend, sampling, reset options, system prompt and context limit."""
+        `TextVectorEnv`) from `first_seed` on (with ``tree``: one per leaf of
+        the tree rollouts): `collect_rollouts` with this run's backend,
+        sampling, reset options, system prompt and context limit."""
         return collect_rollouts(
             envs,
             self.backend,
@@ -353,6 +357,7 @@ class Training:
             options=self.options,
             system_prompt=self.config.system_prompt,
             max_tokens=self.max_context,
+            tree=tree,
         )
 
     def end_step(
