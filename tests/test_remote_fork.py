@@ -131,6 +131,10 @@ def test_snapshot_bounds_are_refused_with_the_flag_to_raise(tmp_path):
         env.restore(kept[0])  # the session goes on; refusals evict nothing
         env.restore(kept[1])
         assert health(address)["snapshots"] == 3
+        # Releasing one makes room, once.
+        assert env.release(kept[0]) is True
+        assert env.release(kept[0]) is False
+        kept[0] = env.snapshot()
         # A session's handles die with it.
         env.close()
         assert wait_until(lambda: health(address)["snapshots"] == 1)

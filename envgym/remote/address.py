@@ -77,3 +77,18 @@ class RemoteSnapshot:
 
     handle: str = field(repr=False)
     server: ServerAddress
+
+    @staticmethod
+    def handle_on(snapshot: object, address: ServerAddress, method: str) -> str:
+        """`snapshot`'s handle, checked to be a `RemoteSnapshot` of the server at `address`."""
+        if not isinstance(snapshot, RemoteSnapshot):
+            raise TypeError(
+                f"RemoteEnv.{method}() takes a RemoteSnapshot from RemoteEnv.snapshot(), got "
+                f"{type(snapshot).__name__}; a local env's snapshot restores in a local env"
+            )
+        if snapshot.server != address:
+            raise ValueError(
+                f"this snapshot was taken on the server at {snapshot.server}, not this env's "
+                f"({address}); a snapshot restores and forks only on its own server"
+            )
+        return snapshot.handle

@@ -294,7 +294,7 @@ class RemoteEnv(gym.Env[str, str]):
         """Put this session into the state `snapshot` names, taken by any session of
         this server; the server's episode bookkeeping (turn, return) follows.
         `RemoteEnvError` (code UNKNOWN_SNAPSHOT) once the server no longer holds it."""
-        handle = self._handle_of(snapshot, "restore")
+        handle = RemoteSnapshot.handle_on(snapshot, self.address, "restore")
         if self._closed:
             raise RemoteEnvError("this RemoteEnv is closed; make a new one")
         if self._ws is None:
@@ -302,6 +302,16 @@ class RemoteEnv(gym.Env[str, str]):
         state = self._request({"type": "restore", "data": {"handle": handle}}, expect="state")
         self.episode_id = state.get("episode_id")
         self._last_obs = self._seen.get(handle, "")
+
+    def release(self, snapshot: RemoteSnapshot) -> bool:
+        """Drop `snapshot` on the server before its ``--snapshot-ttl`` runs out, which
+        frees its room under ``--max-snapshots``; whether the server still held it."""
+        handle = RemoteSnapshot.handle_on(snapshot, self.address, "release")
+        self._seen.pop(handle, None)
+        if self._ws is None:
+            return False  # the session, and the handles it took, are gone
+        data = self._request({"type": "release", "data": {"handle": handle}}, expect="release")
+        return bool(data.get("released"))
 
     def fork(self, n: int = 1, snapshot: RemoteSnapshot | None = None) -> list[RemoteEnv]:
         """`n` new `RemoteEnv` sessions of this server in the state `snapshot` names
@@ -316,7 +326,7 @@ class RemoteEnv(gym.Env[str, str]):
         data: dict[str, Any] = {"n": n}
         last_obs = self._last_obs
         if snapshot is not None:
-            data["handle"] = self._handle_of(snapshot, "fork")
+            data["handle"] = RemoteSnapshot.handle_on(snapshot, self.address, "fork")
             last_obs = self._seen.get(data["handle"], "")
         if self._ws is None:
             raise gym.error.ResetNeeded("this RemoteEnv has no open session; call reset() first")
@@ -340,19 +350,6 @@ class RemoteEnv(gym.Env[str, str]):
         env._connect(fork=token)
         env._last_obs = last_obs
         return env
-
-    def _handle_of(self, snapshot: Any, method: str) -> str:
-        if not isinstance(snapshot, RemoteSnapshot):
-            raise TypeError(
-                f"RemoteEnv.{method}() takes a RemoteSnapshot from RemoteEnv.snapshot(), got "
-                f"{type(snapshot).__name__}; a local env's snapshot restores in a local env"
-            )
-        if snapshot.server != self.address:
-            raise ValueError(
-                f"this snapshot was taken on the server at {snapshot.server}, not this env's "
-                f"({self.address}); a snapshot restores and forks only on its own server"
-            )
-        return snapshot.handle
 
     def render(self) -> str | None:
         return render_text(self.render_mode, lambda: self._last_obs)

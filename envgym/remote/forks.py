@@ -23,6 +23,9 @@ from envgym.remote.config import ServerConfig, ServerStartError
 from envgym.remote.messages import (
     ForkData,
     ForkRequest,
+    ReleaseData,
+    ReleaseReply,
+    ReleaseRequest,
     RestoreRequest,
     SessionState,
     SnapshotRequest,
@@ -82,17 +85,20 @@ class Forks:
     async def handle(
         self,
         session: Session,
-        request: SnapshotRequest | RestoreRequest | ForkRequest,
+        request: SnapshotRequest | RestoreRequest | ForkRequest | ReleaseRequest,
         free: int,
         state: Callable[[Session], SessionState],
     ) -> str:
-        """The reply to one of the three messages; `free`: sessions the server may still
+        """The reply to one of the four messages; `free`: sessions the server may still
         open; `state(session)`: the session's state, the reply to a restore."""
         if isinstance(request, SnapshotRequest):
             return await self.snapshot(session)
         if isinstance(request, RestoreRequest):
             error = await self.restore(session, request.data.handle)
             return error or state_reply(state(session))
+        if isinstance(request, ReleaseRequest):
+            released = self.store.release(request.data.handle)
+            return ReleaseReply(data=ReleaseData(released=released)).model_dump_json()
         data = request.data or ForkData()
         return await self.fork(session, data.handle, data.n, free)
 

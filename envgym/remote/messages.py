@@ -30,6 +30,7 @@ from pydantic import (
 from envgym.remote.protocol import ErrorCode, to_jsonable
 
 __all__ = [
+    "FORK_REQUESTS",
     "BadRequest",
     "CloseRequest",
     "ErrorReply",
@@ -43,6 +44,8 @@ __all__ = [
     "SessionState",
     "SnapshotReply",
     "SnapshotRequest",
+    "ReleaseReply",
+    "ReleaseRequest",
     "RestoreRequest",
     "StateReply",
     "StateRequest",
@@ -124,6 +127,13 @@ class RestoreRequest(BaseModel):
     data: RestoreData
 
 
+class ReleaseRequest(BaseModel):
+    """Drop a snapshot the server keeps, before its time to live runs out."""
+
+    type: Literal["release"]
+    data: RestoreData
+
+
 class ForkData(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -148,14 +158,18 @@ Request = Annotated[
     | CloseRequest
     | SnapshotRequest
     | RestoreRequest
-    | ForkRequest,
+    | ForkRequest
+    | ReleaseRequest,
     Field(discriminator="type"),
 ]
 _REQUEST: TypeAdapter[Request] = TypeAdapter(Request)
+#: The requests of envgym's fork extension (`envgym.remote.forks` answers them).
+FORK_REQUESTS = (SnapshotRequest, RestoreRequest, ForkRequest, ReleaseRequest)
 
 _HELP = {
     "reset": "reset takes 'seed' (int >= 0), 'options' (object) and 'episode_id' (string)",
     "restore": "restore takes 'handle' (a string from a snapshot reply)",
+    "release": "release takes 'handle' (a string from a snapshot reply)",
     "fork": "fork takes 'handle' (a string from a snapshot reply, or null) and 'n' (int >= 1)",
 }
 _STEP_HELP = 'a step message is {"type": "step", "data": {"action": "<the model\'s reply>"}}'
@@ -194,7 +208,7 @@ def _explain(raw: str | bytes, errors: list[Any]) -> BadRequest:
         return BadRequest(
             ErrorCode.UNKNOWN_TYPE,
             f"unknown message type {tag!r}; send one of 'reset', 'step', 'state', 'close', "
-            "'snapshot', 'restore', 'fork'",
+            "'snapshot', 'restore', 'fork', 'release'",
         )
     if not where:
         return BadRequest(
@@ -375,6 +389,17 @@ class ForkReply(_Reply):
 
     type: Literal["fork"] = "fork"
     data: ForkReplyData
+
+
+class ReleaseData(_Reply):
+    released: bool = Field(description="false: the server held no snapshot by that handle")
+
+
+class ReleaseReply(_Reply):
+    """The reply to ``release``."""
+
+    type: Literal["release"] = "release"
+    data: ReleaseData
 
 
 def snapshot_reply(handle: str, turn: int, expires_in_s: float) -> str:

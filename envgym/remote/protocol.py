@@ -15,6 +15,7 @@ and envgym's own extension, which OpenEnv clients never send (fork anywhere)::
     {"type": "restore", "data": {"handle": "<handle>"}}
     {"type": "fork",    "data": {"handle": "<handle>", "n": 2}}   # no handle: fork the
                                                                   # session's current state
+    {"type": "release", "data": {"handle": "<handle>"}}           # drop it before its TTL
 
 Server to client::
 
@@ -26,6 +27,7 @@ Server to client::
     {"type": "error", "data": {"message": "...", "code": "..."}}
     {"type": "snapshot", "data": {"handle": "...", "turn": 3, "expires_in_s": 600.0}}
     {"type": "fork", "data": {"sessions": ["<token>", ...], "expires_in_s": 600.0}}
+    {"type": "release", "data": {"released": true}}
 
 ``restore`` is answered with a ``state`` frame. A snapshot handle is an
 unguessable token naming a state the server keeps (`envgym.remote.snapshots`);

@@ -49,16 +49,14 @@ import gymnasium as gym
 from envgym.remote.config import ServerConfig, ServerStartError
 from envgym.remote.forks import Forks
 from envgym.remote.messages import (
+    FORK_REQUESTS,
     BadRequest,
-    ForkRequest,
     HealthReply,
     MetadataReply,
     ResetData,
     ResetRequest,
-    RestoreRequest,
     SchemaReply,
     SessionState,
-    SnapshotRequest,
     StepRequest,
     error_reply,
     observation_reply,
@@ -356,7 +354,7 @@ class EnvServer:
             return await self._reset(session, request.data or ResetData()), False
         if request.type == "state":
             return state_reply(self._state(session)), False
-        if isinstance(request, SnapshotRequest | RestoreRequest | ForkRequest):
+        if isinstance(request, FORK_REQUESTS):
             free = self.config.max_sessions - len(self.sessions) - self.forks.pending_count
             return await self.forks.handle(session, request, free, self._state), False
         return None, True  # close

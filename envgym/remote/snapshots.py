@@ -132,6 +132,12 @@ class SnapshotStore:
             )
         return stored
 
+    def release(self, handle: str) -> bool:
+        """Forget `handle`; whether the store held it."""
+        held = handle in self._by_handle
+        self._drop(handle)
+        return held
+
     def drop_owner(self, owner: str) -> None:
         """Forget every handle `owner` took (its session closed)."""
         for handle in list(self._owned.get(owner, ())):
