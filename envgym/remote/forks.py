@@ -106,6 +106,10 @@ class Forks:
         """The reply to ``snapshot``: a handle to the session's current state."""
         if not session.running:
             return error_reply(ErrorCode.RESET_NEEDED, _no_episode("snapshot", session))
+        try:  # refused before the env's state is copied, not after
+            self.store.check_room(session.id, time.monotonic())
+        except SnapshotRefused as exc:
+            return error_reply(exc.code, str(exc))
         blob = await self._state_of(session)
         if isinstance(blob, str):
             return blob  # an error frame
@@ -140,7 +144,8 @@ class Forks:
 
     async def fork(self, session: Session, handle: str | None, n: int, free: int) -> str:
         """The reply to ``fork``: `n` pending sessions in the state `handle` names (the
-        session's current state when None). `free`: sessions the server may still open."""
+        session's current state when None). `free`: sessions the server may still open,
+        counted with no await since, so the `n` are held before any other message runs."""
         if n > free:
             limit = self.config.max_sessions
             return error_reply(
@@ -151,6 +156,13 @@ class Forks:
                 free_sessions=free,
                 max_sessions=limit,
             )
+        self.making += n  # held from here, so concurrent forks and connects count them
+        try:
+            return await self._fork(session, handle, n)
+        finally:
+            self.making -= n
+
+    async def _fork(self, session: Session, handle: str | None, n: int) -> str:
         if handle is None:
             if not session.running:
                 return error_reply(ErrorCode.RESET_NEEDED, _no_episode("fork", session))
@@ -165,7 +177,6 @@ class Forks:
                 return error_reply(exc.code, str(exc))
             blob, book = stored.blob, stored.book
         made: list[Session] = []
-        self.making += n  # held from here, so concurrent forks and connects count them
         try:
             for _ in range(n):
                 forked = Session(None)
@@ -181,8 +192,8 @@ class Forks:
                 f"making a forked env raised {type(exc).__name__}: {exc}",
                 exception=type(exc).__name__,
             )
-        finally:
-            self.making -= n
+        # Registered just before `fork` releases `making`, with no await between, so no
+        # other message sees these sessions counted twice (or not at all).
         expires = time.monotonic() + self.config.snapshot_ttl_s
         tokens = []
         for forked in made:

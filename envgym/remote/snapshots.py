@@ -89,8 +89,8 @@ class SnapshotStore:
     def __len__(self) -> int:
         return len(self._by_handle)
 
-    def put(self, owner: str, blob: bytes, book: Bookkeeping, now: float) -> str:
-        """Keep `blob` for `owner`; its new handle, or `SnapshotRefused` past a bound."""
+    def check_room(self, owner: str, now: float) -> None:
+        """`SnapshotRefused` if `owner` holds ``max_snapshots`` live handles already."""
         for held_handle in list(self._owned.get(owner, ())):
             if self._by_handle[held_handle].expires <= now:
                 self._drop(held_handle)
@@ -99,18 +99,24 @@ class SnapshotStore:
             raise SnapshotRefused(
                 ErrorCode.SNAPSHOT_LIMIT,
                 f"this session already holds {len(owned)} snapshots, the server's limit "
-                f"(--max-snapshots {self.max_snapshots}); restore or fork sooner, take fewer "
+                f"(--max-snapshots {self.max_snapshots}); release the ones you are done with "
+                '({"type": "release"}, RemoteEnv.release), restore or fork sooner, take fewer '
                 f"(each lives {self.ttl_s:g} s, --snapshot-ttl), or start the server with a "
                 "higher --max-snapshots",
             )
-        held = sum(owned.values())
+
+    def put(self, owner: str, blob: bytes, book: Bookkeeping, now: float) -> str:
+        """Keep `blob` for `owner`; its new handle, or `SnapshotRefused` past a bound."""
+        self.check_room(owner, now)
+        held = sum(self._owned.get(owner, {}).values())
         if held + len(blob) > self.max_bytes:
             raise SnapshotRefused(
                 ErrorCode.SNAPSHOT_LIMIT,
                 f"this snapshot is {len(blob):,} bytes and the session's snapshots hold "
                 f"{held:,}; together they pass the server's --max-snapshot-bytes "
-                f"{self.max_bytes:,}. Take fewer snapshots, let old ones expire (--snapshot-ttl "
-                f"{self.ttl_s:g} s), or start the server with a higher --max-snapshot-bytes",
+                f"{self.max_bytes:,}. Release the ones you are done with, take fewer, let old "
+                f"ones expire (--snapshot-ttl {self.ttl_s:g} s), or start the server with a "
+                "higher --max-snapshot-bytes",
             )
         handle = new_token()
         self._by_handle[handle] = StoredSnapshot(blob, book, owner, now + self.ttl_s)
