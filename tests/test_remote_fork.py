@@ -29,6 +29,7 @@ from envgym.remote import (  # noqa: E402
     RemoteEnvError,
     RemoteSnapshot,
     ServerAddress,
+    ServerUnreachable,
     SessionRejected,
     serve_in_background,
 )
@@ -310,3 +311,23 @@ def test_a_docker_env_forks_like_an_in_process_restore():
             forked.close()
     finally:
         env.close()
+
+
+def test_a_one_client_server_waits_for_its_pending_forks_then_stops(tmp_path):
+    sock = tmp_path / "once.sock"
+    options = {"exit_after_sessions": 1, "snapshot_ttl_s": 1.0}
+    with serve_in_background(SOKOBAN, uds=sock, **options) as address:
+        env = RemoteEnv(address)
+        env.reset(seed=0)
+        env._request({"type": "fork", "data": {"n": 1}}, expect="fork")
+        env.close()  # its client is gone, but a fork of it may still be attached to
+        assert health(address)["pending_forks"] == 1
+
+        def stopped() -> bool:
+            try:
+                health(address)
+            except ServerUnreachable:
+                return True
+            return False
+
+        assert wait_until(stopped, 20)  # once the fork expires unattached

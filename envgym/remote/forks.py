@@ -59,11 +59,17 @@ class Forks:
     """A server's snapshots and pending forks, and the handlers of the three messages.
 
     `run(session, call_name, fn, *args)` runs an env call for a session (the
-    server's ``_run``); `close_env(session)` closes a session's env.
+    server's ``_run``); `close_env(session)` closes a session's env;
+    `on_expired()` is called after forks expire unattached (a server that
+    stops after its last session checks whether that was it).
     """
 
     def __init__(
-        self, config: ServerConfig, run: Run, close_env: Callable[[Session], Awaitable[None]]
+        self,
+        config: ServerConfig,
+        run: Run,
+        close_env: Callable[[Session], Awaitable[None]],
+        on_expired: Callable[[], None] = lambda: None,
     ) -> None:
         self.config = config
         self.store = SnapshotStore(
@@ -75,6 +81,7 @@ class Forks:
         self.making = 0
         self._run = run
         self._close_env = close_env
+        self._on_expired = on_expired
 
     @property
     def pending_count(self) -> int:
@@ -236,9 +243,12 @@ class Forks:
     def expire(self, now: float) -> None:
         """Forget snapshots past their time to live and close forks not attached in time."""
         self.store.expire(now)
-        for token in [t for t, (_, expires) in self.pending.items() if expires <= now]:
+        expired = [t for t, (_, expires) in self.pending.items() if expires <= now]
+        for token in expired:
             session, _ = self.pending.pop(token)
             self._close_later(session)
+        if expired:
+            self._on_expired()
 
     def close_pending(self) -> None:
         """Close every pending fork's env now (the server is stopping)."""

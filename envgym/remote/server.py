@@ -124,7 +124,7 @@ class EnvServer:
         #: called once `config.exit_after_sessions` sessions have ended (stops the server)
         self.on_done: Callable[[], None] | None = None
         #: snapshot handles and forks not yet attached to (``snapshot``, ``restore``, ``fork``)
-        self.forks = Forks(config, self._run, self._close_env)
+        self.forks = Forks(config, self._run, self._close_env, self._stop_if_done)
         self.app = self._build_app()
 
     # -------------------------------------------------------------- routes
@@ -271,11 +271,14 @@ class EnvServer:
             del self.sessions[session.id]
             self.forks.store.drop_owner(session.id)
             await self._close_env(session)
-            after = self.config.exit_after_sessions
-            idle = not self.sessions and not self.forks.pending_count
-            if after is not None and self.sessions_served >= after and idle:
-                if self.on_done is not None:
-                    self.on_done()
+            self._stop_if_done()
+
+    def _stop_if_done(self) -> None:
+        """`on_done()` once exit_after_sessions were served and none is open or pending."""
+        after, idle = self.config.exit_after_sessions, not self.sessions
+        if after is not None and self.sessions_served >= after and idle:
+            if not self.forks.pending_count and self.on_done is not None:
+                self.on_done()
 
     async def _refuse(self, websocket: WebSocket) -> None:
         limit = self.config.max_sessions
