@@ -342,7 +342,7 @@ def _fork_cases(env: RemoteEnv, first: str, local, other, pickle) -> dict:
         "fork(n=1) current": _and_attach(env, {"type": "fork", "data": {"n": 1}}),
         "attach (connect + step)": attach,
         "RemoteEnv.fork(1) + step": fork_and_step,
-        "in-process snapshot+restore": timed(
+        "in-process snapshot+restore (pickled)": timed(
             lambda: other.unwrapped.restore(pickle.loads(pickle.dumps(local.unwrapped.snapshot())))
         ),
     }
