@@ -16,6 +16,13 @@ One run, one table. Sections (pick with ``--section``, default all):
   reason, when Docker or the image is missing).
 - ``vector``: `TextVectorEnv` with 32 envs, sync against subprocess workers,
   on hard Sokoban (see ``benchmarks/vector.py``).
+- ``fork``: fork over the wire, Sokoban and Household, one ``envgym serve``
+  process each on TCP and on a Unix socket: round trips of ``snapshot``,
+  ``restore`` and ``fork`` (n=1, from a handle and from the session's current
+  state), attaching to a forked session (`RemoteEnv` connect + first step),
+  and ``RemoteEnv.fork(1)`` plus a first step, against the in-process
+  ``snapshot()`` + ``restore()``. Rounds interleave the cases; target: fork
+  p50 under 1 ms on a Unix socket.
 
 A new section is a function ``(args) -> list[Row]`` added to `SECTIONS`.
 
@@ -250,6 +257,111 @@ def section_vector(args: argparse.Namespace) -> list[Row]:
 VECTOR_RESULTS: list[dict] = []
 
 
+# ------------------------------------------------------------------- fork
+FORK_ENVS = ("envgym/Sokoban-v0", "envgym/Household-v0")
+
+
+def section_fork(args: argparse.Namespace) -> list[Row]:
+    import pickle
+
+    per_round, rounds = max(args.steps // 50, 20), 5
+    serve_flags = ["--max-snapshots", "1000000", "--max-snapshot-bytes", str(2**40)]
+    serve_flags += ["--snapshot-ttl", "120"]
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="envgym-bench-") as tmp:
+        for env_id in FORK_ENVS:
+            name = env_id.split("/")[1].split("-")[0]
+            local, other = gym.make(env_id), gym.make(env_id)
+            local.reset(seed=1)
+            other.reset(seed=2)
+            local.step(move(local.reset(seed=1)[1], 0.3))
+            transports = {"tcp": {"port": 0}, "uds": {"uds": str(Path(tmp) / f"{name}.sock")}}
+            for transport, where in transports.items():
+                times: dict[str, list[float]] = {}
+                with serve_in_subprocess(
+                    env_id, max_sessions=per_round * 3 + 8, extra_args=serve_flags, **where
+                ) as server:
+                    env = RemoteEnv(server.address)
+                    _, info = env.reset(seed=1)
+                    _, _, _, _, info = env.step(move(info, 0.3))
+                    first = move(info, 0.6)
+                    for _ in range(rounds):
+                        for case, op in _fork_cases(env, first, local, other, pickle).items():
+                            for _ in range(per_round):
+                                times.setdefault(case, []).append(op())
+                    env.close()
+                for case, secs in times.items():
+                    where_ = "-" if case.startswith("in-process") else transport
+                    latencies = [t * 1000 for t in secs]
+                    rows.append(Row("fork", f"{name} {case}", where_, 1, latencies, sum(secs)))
+    for r in rows:
+        if r.transport == "uds" and r.case.endswith("fork(n=1) handle"):
+            met = "met" if r.p50 < 1.0 else "NOT met"
+            print(f"fork: {r.case} uds p50 {r.p50:.3f} ms (target < 1 ms): {met}", file=sys.stderr)
+    # The in-process rows are the same on both transports; keep one of each.
+    seen: set[str] = set()
+    return [r for r in rows if r.transport != "-" or not (r.case in seen or seen.add(r.case))]
+
+
+def _fork_cases(env: RemoteEnv, first: str, local, other, pickle) -> dict:
+    """One timed call per case (seconds); each case is a closure over `env`."""
+    handle = env._request({"type": "snapshot"}, expect="snapshot")["handle"]
+    snap = env.snapshot()
+
+    def timed(fn: Callable[[], object]) -> Callable[[], float]:
+        def op() -> float:
+            start = time.perf_counter()
+            fn()
+            return time.perf_counter() - start
+
+        return op
+
+    def attach() -> float:
+        [token] = env._request({"type": "fork", "data": {"n": 1}}, expect="fork")["sessions"]
+        start = time.perf_counter()
+        forked = env._attached(token, "")
+        forked.step(first)
+        elapsed = time.perf_counter() - start
+        forked.close()
+        return elapsed
+
+    def fork_and_step() -> float:
+        start = time.perf_counter()
+        [forked] = env.fork(1, snap)
+        forked.step(first)
+        elapsed = time.perf_counter() - start
+        forked.close()
+        return elapsed
+
+    fork_handle = {"type": "fork", "data": {"n": 1, "handle": handle}}
+    restore = {"type": "restore", "data": {"handle": handle}}
+    return {
+        "snapshot": timed(lambda: env._request({"type": "snapshot"}, expect="snapshot")),
+        "restore": timed(lambda: env._request(restore, expect="state")),
+        "fork(n=1) handle": _and_attach(env, fork_handle),
+        "fork(n=1) current": _and_attach(env, {"type": "fork", "data": {"n": 1}}),
+        "attach (connect + step)": attach,
+        "RemoteEnv.fork(1) + step": fork_and_step,
+        "in-process snapshot+restore (pickled)": timed(
+            lambda: other.unwrapped.restore(pickle.loads(pickle.dumps(local.unwrapped.snapshot())))
+        ),
+    }
+
+
+def _and_attach(env: RemoteEnv, message: dict) -> Callable[[], float]:
+    """The fork round trip, timed; then the fork is attached to and closed (untimed),
+    so pending forks do not pile up."""
+
+    def op() -> float:
+        start = time.perf_counter()
+        reply = env._request(message, expect="fork")
+        elapsed = time.perf_counter() - start
+        env._attached(reply["sessions"][0], "").close()
+        return elapsed
+
+    return op
+
+
 def _health(address: ServerAddress) -> dict:
     from envgym.remote.client import fetch_json
 
@@ -261,6 +373,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "server": section_server,
     "container": section_container,
     "vector": section_vector,
+    "fork": section_fork,
 }
 
 

@@ -33,7 +33,7 @@ pytest.importorskip("uvicorn")
 websockets = pytest.importorskip("websockets")
 
 from websockets.exceptions import ConnectionClosed  # noqa: E402
-from websockets.sync.client import connect, unix_connect  # noqa: E402
+from ws_clients import ask, open_ws, wait_until  # noqa: E402
 
 from envgym.remote import (  # noqa: E402
     RemoteEnv,
@@ -52,27 +52,6 @@ from envgym.remote.protocol import public_info, to_jsonable  # noqa: E402
 SOKOBAN = "envgym/Sokoban-v0"
 FROZEN = "envgym/FrozenLake-v0"
 SEARCH = "envgym/Search-v0"
-
-
-def open_ws(address: ServerAddress):
-    """A raw WebSocket session (a context manager), as any client would open one."""
-    if address.uds is not None:
-        return unix_connect(address.uds, address.ws_url, compression=None)
-    return connect(address.ws_url, compression=None)
-
-
-def ask(ws, message: dict | str) -> dict:
-    ws.send(message if isinstance(message, str) else json.dumps(message))
-    return json.loads(ws.recv(timeout=30))
-
-
-def wait_until(predicate, timeout_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 @pytest.fixture(scope="module")

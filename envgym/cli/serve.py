@@ -15,6 +15,7 @@ from envgym.cli.arguments import (
     int_at_least,
     non_negative_float,
     port,
+    positive_float,
     positive_int,
     resolve_env_id,
 )
@@ -108,6 +109,29 @@ def add_commands(sub: Any) -> None:
         help="drop a client that does not answer a ping within S seconds (default: 20)",
     )
     p.add_argument(
+        "--max-snapshots",
+        metavar="N",
+        type=int_at_least(0, "must be 0 or more"),
+        default=64,
+        help="snapshot handles one session may hold at once; more are refused with "
+        "SNAPSHOT_LIMIT; 0: no snapshots (default: 64)",
+    )
+    p.add_argument(
+        "--max-snapshot-bytes",
+        metavar="N",
+        type=int_at_least(0, "must be 0 or more"),
+        default=64 * 1024 * 1024,
+        help="bytes (pickled) one session's snapshots may hold at once (default: 64 MiB)",
+    )
+    p.add_argument(
+        "--snapshot-ttl",
+        metavar="S",
+        type=positive_float,
+        default=600.0,
+        help="seconds a snapshot handle, and a forked session not yet attached to, lives "
+        "(default: 600)",
+    )
+    p.add_argument(
         "--log-level",
         choices=("critical", "error", "warning", "info", "debug"),
         default="warning",
@@ -155,6 +179,9 @@ def run_serve(args: argparse.Namespace) -> int:
             ping_interval_s=args.ping_interval or None,
             ping_timeout_s=args.ping_timeout or None,
             exit_after_sessions=args.exit_after,
+            max_snapshots=args.max_snapshots,
+            max_snapshot_bytes=args.max_snapshot_bytes,
+            snapshot_ttl_s=args.snapshot_ttl,
             log_level=args.log_level,
             on_ready=ready,
         )

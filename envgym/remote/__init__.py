@@ -8,10 +8,12 @@ none of them: the server's names (`serve`, `serve_in_background`, ...) load
 their modules when first used.
 
 - `envgym.remote.client`: `RemoteEnv` and its errors.
-- `envgym.remote.address`: `ServerAddress`.
+- `envgym.remote.address`: `ServerAddress`, `RemoteSnapshot`.
 - `envgym.remote.protocol`, `envgym.remote.messages`: the wire format, and its
   pydantic models.
-- `envgym.remote.server`: the ASGI app (`EnvServer`), on `envgym.remote.threads`.
+- `envgym.remote.server`: the ASGI app (`EnvServer`), on `envgym.remote.threads`;
+  its ``snapshot``/``restore``/``fork`` messages in `envgym.remote.forks`, on the
+  bounded store of `envgym.remote.snapshots`.
 - `envgym.remote.launcher`: `serve`, `serve_in_background`, `serve_in_subprocess`.
 - `envgym.remote.container`: `DockerEnv` and `ContainerServer`, on the runtime
   image of `envgym.remote.image`.
@@ -22,7 +24,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from envgym.remote.address import ServerAddress
+from envgym.remote.address import RemoteSnapshot, ServerAddress
 from envgym.remote.client import (
     RemoteEnv,
     RemoteEnvError,
@@ -38,6 +40,7 @@ __all__ = [
     "DockerEnv",
     "RemoteEnv",
     "RemoteEnvError",
+    "RemoteSnapshot",
     "ServerAddress",
     "ServerConfig",
     "ServerStartError",

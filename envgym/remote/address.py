@@ -1,4 +1,5 @@
-"""`ServerAddress`: where an envgym env server listens (TCP host and port, or a Unix socket).
+"""`ServerAddress`: where an envgym env server listens (TCP host and port, or a Unix socket);
+`RemoteSnapshot`: a state such a server keeps.
 
 Client and server both use it; it imports only the standard library, so
 `RemoteEnv` reads addresses without importing the server's web framework.
@@ -7,9 +8,9 @@ Client and server both use it; it imports only the standard library, so
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["ServerAddress"]
+__all__ = ["RemoteSnapshot", "ServerAddress"]
 
 
 @dataclass(frozen=True)
@@ -63,3 +64,31 @@ class ServerAddress:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+@dataclass(frozen=True)
+class RemoteSnapshot:
+    """A state an envgym server keeps, from `RemoteEnv.snapshot`: its handle and the
+    server's address, nothing of the state. It restores (`RemoteEnv.restore`) and
+    forks (`RemoteEnv.fork`) in any session of that server while the server holds
+    it (``--snapshot-ttl``, and no longer than the session that took it). The
+    handle is a capability: whoever holds it may restore it, so it is left out
+    of the repr."""
+
+    handle: str = field(repr=False)
+    server: ServerAddress
+
+    @staticmethod
+    def handle_on(snapshot: object, address: ServerAddress, method: str) -> str:
+        """`snapshot`'s handle, checked to be a `RemoteSnapshot` of the server at `address`."""
+        if not isinstance(snapshot, RemoteSnapshot):
+            raise TypeError(
+                f"RemoteEnv.{method}() takes a RemoteSnapshot from RemoteEnv.snapshot(), got "
+                f"{type(snapshot).__name__}; a local env's snapshot restores in a local env"
+            )
+        if snapshot.server != address:
+            raise ValueError(
+                f"this snapshot was taken on the server at {snapshot.server}, not this env's "
+                f"({address}); a snapshot restores and forks only on its own server"
+            )
+        return snapshot.handle

@@ -7,6 +7,10 @@
     obs, reward, terminated, truncated, info = env.step("<answer>Up</answer>")
     env.close()
 
+    snap = env.snapshot()                         # a handle; the state stays on the server
+    twins = env.fork(2)                           # two more sessions in this state
+    env.restore(snap)                             # back to where snap was taken
+
 It keeps one WebSocket connection (one env instance on the server) for its
 whole life and gives back what the local env would: the same text, reward,
 terminated/truncated and info for the same seeds and actions (info travels as
@@ -28,7 +32,7 @@ import gymnasium as gym
 from envgym.arguments import check_render_mode
 from envgym.core import render_text
 from envgym.extras import require
-from envgym.remote.address import ServerAddress
+from envgym.remote.address import RemoteSnapshot, ServerAddress
 from envgym.remote.protocol import (
     CLOSE_MESSAGE_TOO_BIG,
     CLOSE_TRY_AGAIN_LATER,
@@ -40,6 +44,7 @@ from envgym.sockets import http_client
 __all__ = [
     "RemoteEnv",
     "RemoteEnvError",
+    "RemoteSnapshot",
     "ServerUnreachable",
     "SessionClosed",
     "SessionRejected",
@@ -181,16 +186,29 @@ class RemoteEnv(gym.Env[str, str]):
     ) -> None:
         check_render_mode(self, render_mode)
         require("websockets.sync.client", extra="remote", purpose="RemoteEnv")
-        self.address = _as_address(url, uds)
+        address = _as_address(url, uds)
+        schema = fetch_json(address, "/schema", connect_timeout_s)
+        if "action_space" not in schema or "env_id" not in schema:
+            raise ServerUnreachable(
+                f"the server at {address} is not an envgym server (its /schema has no "
+                "action_space); RemoteEnv talks to `envgym serve`"
+            )
+        self._setup(address, schema, connect_timeout_s, step_timeout_s, render_mode)
+        self._connect()
+
+    def _setup(
+        self,
+        address: ServerAddress,
+        schema: dict[str, Any],
+        connect_timeout_s: float,
+        step_timeout_s: float | None,
+        render_mode: str | None,
+    ) -> None:
+        self.address = address
         self.render_mode = render_mode
         self.connect_timeout_s = connect_timeout_s
         self.step_timeout_s = step_timeout_s
-        self.schema: dict[str, Any] = fetch_json(self.address, "/schema", connect_timeout_s)
-        if "action_space" not in self.schema or "env_id" not in self.schema:
-            raise ServerUnreachable(
-                f"the server at {self.address} is not an envgym server (its /schema has no "
-                "action_space); RemoteEnv talks to `envgym serve`"
-            )
+        self.schema: dict[str, Any] = schema
         self.env_id: str = self.schema["env_id"]
         self.action_space = text_space_from_json(self.schema["action_space"])
         self.observation_space = text_space_from_json(self.schema["observation_space"])
@@ -202,7 +220,8 @@ class RemoteEnv(gym.Env[str, str]):
         self._last_obs = ""
         self._ws: Any = None
         self._closed = False
-        self._connect()
+        #: the last observation at each snapshot this env took (for render after a restore)
+        self._seen: dict[str, str] = {}
 
     # ------------------------------------------------------------ gymnasium
     def reset(
@@ -254,6 +273,84 @@ class RemoteEnv(gym.Env[str, str]):
             raise SessionClosed("this RemoteEnv has no open session; call reset() first")
         return self._request({"type": "state"}, expect="state")
 
+    # ------------------------------------------------------------ forking
+    def snapshot(self) -> RemoteSnapshot:
+        """Keep this session's current state on the server; a `RemoteSnapshot` names it.
+
+        Only mid-episode (else ``gymnasium.error.ResetNeeded``). Past the server's
+        ``--max-snapshots`` or ``--max-snapshot-bytes`` for this session, a
+        `RemoteEnvError` with code SNAPSHOT_LIMIT says which flag to raise.
+        """
+        if self._ws is None:
+            raise gym.error.ResetNeeded("this RemoteEnv has no open session; call reset() first")
+        data = self._request({"type": "snapshot"}, expect="snapshot")
+        snap = RemoteSnapshot(str(data["handle"]), self.address)
+        if len(self._seen) >= 1024:  # a bound on what render() remembers
+            self._seen.pop(next(iter(self._seen)))
+        self._seen[snap.handle] = self._last_obs
+        return snap
+
+    def restore(self, snapshot: RemoteSnapshot) -> None:
+        """Put this session into the state `snapshot` names, taken by any session of
+        this server; the server's episode bookkeeping (turn, return) follows.
+        `RemoteEnvError` (code UNKNOWN_SNAPSHOT) once the server no longer holds it."""
+        handle = RemoteSnapshot.handle_on(snapshot, self.address, "restore")
+        if self._closed:
+            raise RemoteEnvError("this RemoteEnv is closed; make a new one")
+        if self._ws is None:
+            self._connect()
+        state = self._request({"type": "restore", "data": {"handle": handle}}, expect="state")
+        self.episode_id = state.get("episode_id")
+        self._last_obs = self._seen.get(handle, "")
+
+    def release(self, snapshot: RemoteSnapshot) -> bool:
+        """Drop `snapshot` on the server before its ``--snapshot-ttl`` runs out, which
+        frees its room under ``--max-snapshots``; whether the server still held it."""
+        handle = RemoteSnapshot.handle_on(snapshot, self.address, "release")
+        self._seen.pop(handle, None)
+        if self._ws is None:
+            return False  # the session, and the handles it took, are gone
+        data = self._request({"type": "release", "data": {"handle": handle}}, expect="release")
+        return bool(data.get("released"))
+
+    def fork(self, n: int = 1, snapshot: RemoteSnapshot | None = None) -> list[RemoteEnv]:
+        """`n` new `RemoteEnv` sessions of this server in the state `snapshot` names
+        (this session's current state when None), each mid-episode: ``step`` works
+        at once. They are independent sessions: closing one closes none of the others.
+
+        Past the server's ``--max-sessions`` a `SessionRejected` (CAPACITY_REACHED)
+        says so, and no session is made.
+        """
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"fork() makes n >= 1 sessions, got n={n!r}")
+        data: dict[str, Any] = {"n": n}
+        last_obs = self._last_obs
+        if snapshot is not None:
+            data["handle"] = RemoteSnapshot.handle_on(snapshot, self.address, "fork")
+            last_obs = self._seen.get(data["handle"], "")
+        if self._ws is None:
+            raise gym.error.ResetNeeded("this RemoteEnv has no open session; call reset() first")
+        reply = self._request({"type": "fork", "data": data}, expect="fork")
+        forks: list[RemoteEnv] = []
+        try:
+            for token in reply["sessions"]:
+                forks.append(self._attached(str(token), last_obs))
+        except BaseException:
+            for env in forks:
+                env.close()
+            raise
+        return forks
+
+    def _attached(self, token: str, last_obs: str) -> RemoteEnv:
+        """A `RemoteEnv` on the forked session `token` (no ``GET /schema``: it is ours)."""
+        env = RemoteEnv.__new__(RemoteEnv)
+        env._setup(
+            self.address, self.schema, self.connect_timeout_s, self.step_timeout_s, self.render_mode
+        )
+        env._connect(fork=token)
+        env._last_obs = last_obs
+        return env
+
     def render(self) -> str | None:
         return render_text(self.render_mode, lambda: self._last_obs)
 
@@ -272,7 +369,8 @@ class RemoteEnv(gym.Env[str, str]):
         super().close()
 
     # ------------------------------------------------------------ transport
-    def _connect(self) -> None:
+    def _connect(self, fork: str | None = None) -> None:
+        """Open a session; with `fork`, attach to the forked session that token names."""
         from websockets.sync.client import connect, unix_connect
 
         options: dict[str, Any] = {
@@ -283,11 +381,12 @@ class RemoteEnv(gym.Env[str, str]):
             "ping_interval": 20.0,
             "ping_timeout": 60.0,
         }
+        url = self.address.ws_url if fork is None else f"{self.address.ws_url}?fork={fork}"
         try:
             if self.address.uds is not None:
-                opener = unix_connect(self.address.uds, self.address.ws_url, **options)
+                opener = unix_connect(self.address.uds, url, **options)
             else:
-                opener = connect(self.address.ws_url, **options)
+                opener = connect(url, **options)
             # websockets 17 wants connect() used as a context manager; the connection
             # lives as long as this env, so enter it here and close it in close().
             self._ws = opener.__enter__()
@@ -300,9 +399,11 @@ class RemoteEnv(gym.Env[str, str]):
             raise SessionRejected(
                 f"the server at {self.address} refused the session: {exc}"
             ) from None
-        # The server refuses a session (its limit, an env that fails to build) with
-        # an error frame right after the handshake; ask once so it shows here.
-        self._request({"type": "state"}, expect="state")
+        # The server refuses a session (its limit, an env that fails to build, a
+        # fork token it does not know) with an error frame right after the
+        # handshake; ask once so it shows here.
+        state = self._request({"type": "state"}, expect="state")
+        self.episode_id = state.get("episode_id")
 
     def _request(self, message: dict[str, Any], expect: str = "observation") -> dict[str, Any]:
         from websockets.exceptions import ConnectionClosed
@@ -331,7 +432,7 @@ class RemoteEnv(gym.Env[str, str]):
         if kind == expect:
             return data
         if kind == "error":
-            self._raise_error(data)
+            self._raise_error(data, message["type"])
         raise RemoteEnvError(f"unexpected reply {kind!r} to {message['type']}")
 
     def _check_size(self, text: str, kind: str) -> None:
@@ -374,7 +475,7 @@ class RemoteEnv(gym.Env[str, str]):
             "reset() opens a new one"
         )
 
-    def _raise_error(self, data: dict[str, Any]) -> None:
+    def _raise_error(self, data: dict[str, Any], during: str) -> None:
         code = str(data.get("code", ErrorCode.SESSION_ERROR))
         message = str(data.get("message", "unknown error"))
         if code == ErrorCode.RESET_NEEDED:
@@ -385,8 +486,9 @@ class RemoteEnv(gym.Env[str, str]):
             )
             if exception is not None:
                 raise exception(message)
-        if code in (ErrorCode.CAPACITY_REACHED, ErrorCode.FACTORY_ERROR):
-            self._drop()
+        if code in (ErrorCode.CAPACITY_REACHED, ErrorCode.FACTORY_ERROR, ErrorCode.UNKNOWN_FORK):
+            if during != "fork":  # a fork past the limit leaves this session as it was
+                self._drop()
             raise SessionRejected(message, code)
         if code in (ErrorCode.IDLE_TIMEOUT, ErrorCode.CALL_TIMEOUT):
             self._drop()

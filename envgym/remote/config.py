@@ -42,6 +42,12 @@ class ServerConfig:
     #: stop the server once it has served this many sessions and none is open
     #: (a server for one client, which may die without a word); None: never.
     exit_after_sessions: int | None = None
+    #: snapshot handles one session may hold at once; one more is refused (SNAPSHOT_LIMIT).
+    max_snapshots: int = 64
+    #: bytes (pickled) the snapshots one session holds may take; more is refused.
+    max_snapshot_bytes: int = 64 * 1024 * 1024
+    #: seconds a snapshot handle, and a fork not yet attached to, lives.
+    snapshot_ttl_s: float = 600.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_sessions, int) or self.max_sessions < 1:
@@ -56,6 +62,12 @@ class ServerConfig:
         limit = self.max_message_bytes
         if limit is not None and (not isinstance(limit, int) or limit < 1024):
             raise ValueError(f"max_message_bytes must be a whole number >= 1024, got {limit!r}")
+        for name in ("max_snapshots", "max_snapshot_bytes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+        if not isinstance(self.snapshot_ttl_s, int | float) or not self.snapshot_ttl_s > 0:
+            raise ValueError(f"snapshot_ttl_s must be > 0 seconds, got {self.snapshot_ttl_s!r}")
         if not isinstance(self.send_privileged, bool):
             raise ValueError(f"send_privileged must be True or False, got {self.send_privileged!r}")
 

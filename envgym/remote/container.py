@@ -30,7 +30,7 @@ import tempfile
 import time
 from typing import Any
 
-from envgym.remote.address import ServerAddress
+from envgym.remote.address import RemoteSnapshot, ServerAddress
 from envgym.remote.client import RemoteEnv, ServerUnreachable, wait_for_server
 from envgym.remote.image import RUNTIME_IMAGE, runtime_image_problem
 from envgym.remote.launcher import serve_command
@@ -252,6 +252,13 @@ class DockerEnv(RemoteEnv):
         except BaseException:
             self._remove_container()
             raise
+
+    def fork(self, n: int = 1, snapshot: RemoteSnapshot | None = None) -> list[RemoteEnv]:
+        """`RemoteEnv.fork`: `n` more sessions in this env's container, in the state
+        `snapshot` names (this one's current state when None), mid-episode. They are
+        plain `RemoteEnv` sessions of the same container: closing one leaves the rest,
+        and they end when this env closes its container."""
+        return super().fork(n, snapshot)
 
     @property
     def container(self) -> Any:

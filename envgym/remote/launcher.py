@@ -123,6 +123,9 @@ def serve(
     ping_interval_s: float | None = 20.0,
     ping_timeout_s: float | None = 20.0,
     exit_after_sessions: int | None = None,
+    max_snapshots: int = 64,
+    max_snapshot_bytes: int = 64 * 1024 * 1024,
+    snapshot_ttl_s: float = 600.0,
     log_level: str = "warning",
     on_ready: Callable[[ServerAddress], None] | None = None,
 ) -> None:
@@ -143,6 +146,9 @@ def serve(
         ping_interval_s=ping_interval_s,
         ping_timeout_s=ping_timeout_s,
         exit_after_sessions=exit_after_sessions,
+        max_snapshots=max_snapshots,
+        max_snapshot_bytes=max_snapshot_bytes,
+        snapshot_ttl_s=snapshot_ttl_s,
     )
     _app_server(_env_server(config), host, port, uds, log_level, on_ready).run()
 

@@ -30,21 +30,31 @@ from pydantic import (
 from envgym.remote.protocol import ErrorCode, to_jsonable
 
 __all__ = [
+    "FORK_REQUESTS",
     "BadRequest",
     "CloseRequest",
     "ErrorReply",
+    "ForkReply",
+    "ForkRequest",
     "HealthReply",
     "ObservationReply",
     "Request",
     "ResetRequest",
     "SchemaReply",
     "SessionState",
+    "SnapshotReply",
+    "SnapshotRequest",
+    "ReleaseReply",
+    "ReleaseRequest",
+    "RestoreRequest",
     "StateReply",
     "StateRequest",
     "StepRequest",
     "error_reply",
+    "fork_reply",
     "observation_reply",
     "read_request",
+    "snapshot_reply",
     "state_reply",
 ]
 
@@ -93,13 +103,75 @@ class CloseRequest(BaseModel):
     data: dict[str, Any] | None = None
 
 
+#: A handle or fork token: `secrets.token_urlsafe(16)` is 22 characters.
+Token = Annotated[StrictStr, Field(min_length=1, max_length=128)]
+
+
+class SnapshotRequest(BaseModel):
+    """Keep the session's current state on the server; the reply names it by a handle."""
+
+    type: Literal["snapshot"]
+    data: dict[str, Any] | None = None
+
+
+class RestoreData(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    handle: Token = Field(description="a handle from a snapshot reply of this server")
+
+
+class RestoreRequest(BaseModel):
+    """Put the session into the state a handle names (the reply is a state frame)."""
+
+    type: Literal["restore"]
+    data: RestoreData
+
+
+class ReleaseRequest(BaseModel):
+    """Drop a snapshot the server keeps, before its time to live runs out."""
+
+    type: Literal["release"]
+    data: RestoreData
+
+
+class ForkData(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    handle: Token | None = Field(
+        None, description="a handle from a snapshot reply; null: the session's current state"
+    )
+    n: Annotated[StrictInt, Field(ge=1, le=4096)] = Field(1, description="sessions to make")
+
+
+class ForkRequest(BaseModel):
+    """Make n new sessions in a state; clients attach to them at /ws?fork=<token>."""
+
+    type: Literal["fork"]
+    data: ForkData | None = None
+
+
 #: One client frame; the ``type`` field picks the model.
 Request = Annotated[
-    StepRequest | ResetRequest | StateRequest | CloseRequest, Field(discriminator="type")
+    StepRequest
+    | ResetRequest
+    | StateRequest
+    | CloseRequest
+    | SnapshotRequest
+    | RestoreRequest
+    | ForkRequest
+    | ReleaseRequest,
+    Field(discriminator="type"),
 ]
 _REQUEST: TypeAdapter[Request] = TypeAdapter(Request)
+#: The requests of envgym's fork extension (`envgym.remote.forks` answers them).
+FORK_REQUESTS = (SnapshotRequest, RestoreRequest, ForkRequest, ReleaseRequest)
 
-_RESET_HELP = "reset takes 'seed' (int >= 0), 'options' (object) and 'episode_id' (string)"
+_HELP = {
+    "reset": "reset takes 'seed' (int >= 0), 'options' (object) and 'episode_id' (string)",
+    "restore": "restore takes 'handle' (a string from a snapshot reply)",
+    "release": "release takes 'handle' (a string from a snapshot reply)",
+    "fork": "fork takes 'handle' (a string from a snapshot reply, or null) and 'n' (int >= 1)",
+}
 _STEP_HELP = 'a step message is {"type": "step", "data": {"action": "<the model\'s reply>"}}'
 
 
@@ -135,7 +207,8 @@ def _explain(raw: str | bytes, errors: list[Any]) -> BadRequest:
         tag = first.get("ctx", {}).get("tag")
         return BadRequest(
             ErrorCode.UNKNOWN_TYPE,
-            f"unknown message type {tag!r}; send one of 'reset', 'step', 'state', 'close'",
+            f"unknown message type {tag!r}; send one of 'reset', 'step', 'state', 'close', "
+            "'snapshot', 'restore', 'fork', 'release'",
         )
     if not where:
         return BadRequest(
@@ -151,6 +224,11 @@ def _explain(raw: str | bytes, errors: list[Any]) -> BadRequest:
             f"{_STEP_HELP}; got data with fields {sorted(data)}"
             + ("" if action is None or isinstance(action, str) else " and a non-text action"),
         )
+    if kind == "missing":
+        return BadRequest(
+            ErrorCode.VALIDATION_ERROR,
+            f"{message_type} needs '{where[-1]}'; {_HELP.get(str(message_type), '')}",
+        )
     if where[1:] == ("data",):
         return BadRequest(
             ErrorCode.VALIDATION_ERROR, f"'data' must be a JSON object, got {type(data).__name__}"
@@ -158,13 +236,16 @@ def _explain(raw: str | bytes, errors: list[Any]) -> BadRequest:
     unknown = sorted(str(e["loc"][-1]) for e in errors if e["type"] == "extra_forbidden")
     if unknown:
         return BadRequest(
-            ErrorCode.VALIDATION_ERROR, f"unknown {message_type} field(s) {unknown}; {_RESET_HELP}"
+            ErrorCode.VALIDATION_ERROR,
+            f"unknown {message_type} field(s) {unknown}; {_HELP.get(message_type, '')}",
         )
     field, value = where[-1], first["input"]
     wanted = {
         "seed": "an integer >= 0 or null",
         "options": "an object or null",
         "episode_id": "a string",
+        "handle": "a handle (a string) from a snapshot reply of this server",
+        "n": "a whole number from 1 to 4096",
     }.get(str(field))
     if wanted is None:
         return BadRequest(
@@ -285,6 +366,54 @@ def error_reply(code: str, message: str, **extra: Any) -> str:
     ).model_dump_json()
 
 
+class SnapshotData(_Reply):
+    handle: str = Field(description="names the state on the server; restore or fork it")
+    turn: int = Field(description="turns into the episode the state is")
+    expires_in_s: float = Field(description="seconds the handle lives (--snapshot-ttl)")
+
+
+class SnapshotReply(_Reply):
+    """The reply to ``snapshot``: a handle, and nothing of the state itself."""
+
+    type: Literal["snapshot"] = "snapshot"
+    data: SnapshotData
+
+
+class ForkReplyData(_Reply):
+    sessions: list[str] = Field(description="tokens; open /ws?fork=<token> to attach to one")
+    expires_in_s: float = Field(description="seconds a session waits to be attached")
+
+
+class ForkReply(_Reply):
+    """The reply to ``fork``: one token per new session."""
+
+    type: Literal["fork"] = "fork"
+    data: ForkReplyData
+
+
+class ReleaseData(_Reply):
+    released: bool = Field(description="false: the server held no snapshot by that handle")
+
+
+class ReleaseReply(_Reply):
+    """The reply to ``release``."""
+
+    type: Literal["release"] = "release"
+    data: ReleaseData
+
+
+def snapshot_reply(handle: str, turn: int, expires_in_s: float) -> str:
+    """The JSON text answering ``snapshot``."""
+    data = SnapshotData(handle=handle, turn=turn, expires_in_s=expires_in_s)
+    return SnapshotReply(data=data).model_dump_json()
+
+
+def fork_reply(sessions: list[str], expires_in_s: float) -> str:
+    """The JSON text answering ``fork``."""
+    data = ForkReplyData(sessions=sessions, expires_in_s=expires_in_s)
+    return ForkReply(data=data).model_dump_json()
+
+
 # ------------------------------------------------------------------- HTTP
 class TextSpaceDescription(BaseModel):
     """A `gymnasium.spaces.Text` (`protocol.text_space_to_json`); the charset keeps its order."""
@@ -306,6 +435,8 @@ class HealthReply(BaseModel):
     sessions_refused: int
     calls_past_deadline: int = Field(description="env calls past --call-timeout still running")
     send_privileged: bool
+    snapshots: int = Field(0, description="snapshot handles the server holds")
+    pending_forks: int = Field(0, description="forked sessions not yet attached to")
 
 
 class MetadataReply(BaseModel):
@@ -337,6 +468,9 @@ class SchemaReply(BaseModel):
     call_timeout_s: float | None
     max_message_bytes: int
     send_privileged: bool
+    max_snapshots: int | None = None
+    max_snapshot_bytes: int | None = None
+    snapshot_ttl_s: float | None = None
 
     @classmethod
     def describe(

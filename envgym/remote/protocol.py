@@ -9,6 +9,14 @@ drive envgym envs unchanged. Client to server, one JSON object per text frame::
     {"type": "state"}
     {"type": "close"}
 
+and envgym's own extension, which OpenEnv clients never send (fork anywhere)::
+
+    {"type": "snapshot"}
+    {"type": "restore", "data": {"handle": "<handle>"}}
+    {"type": "fork",    "data": {"handle": "<handle>", "n": 2}}   # no handle: fork the
+                                                                  # session's current state
+    {"type": "release", "data": {"handle": "<handle>"}}           # drop it before its TTL
+
 Server to client::
 
     {"type": "observation", "data": {"observation": {"text": "...", "info": {...}},
@@ -17,6 +25,18 @@ Server to client::
                                                   "episode_id": "...", "turn": 0}}}
     {"type": "state", "data": {"episode_id": "...", "step_count": 2, ...}}
     {"type": "error", "data": {"message": "...", "code": "..."}}
+    {"type": "snapshot", "data": {"handle": "...", "turn": 3, "expires_in_s": 600.0}}
+    {"type": "fork", "data": {"sessions": ["<token>", ...], "expires_in_s": 600.0}}
+    {"type": "release", "data": {"released": true}}
+
+``restore`` is answered with a ``state`` frame. A snapshot handle is an
+unguessable token naming a state the server keeps (`envgym.remote.snapshots`);
+no state, and no privileged data, leaves the server with it. It restores in any
+session of the server that took it, until its time to live runs out or the
+session that took it closes. A fork token is attached to by opening
+``/ws?fork=<token>`` once: that session is mid-episode, so its first message
+may be a step. Past a bound (snapshots per session, their bytes, sessions) the
+server refuses with an error that says which flag to raise.
 
 ``info`` is the env's info dict made JSON-safe (`to_jsonable`): tuples and
 sets arrive as lists, numpy scalars and arrays as numbers and lists. A server
@@ -48,6 +68,7 @@ __all__ = [
     "CLOSE_NORMAL",
     "CLOSE_SERVER_ERROR",
     "CLOSE_TRY_AGAIN_LATER",
+    "CLOSE_UNKNOWN_FORK",
     "ErrorCode",
     "MESSAGE_ENVELOPE_BYTES",
     "PRIVILEGED_KEY",
@@ -72,6 +93,8 @@ CLOSE_TRY_AGAIN_LATER = 1013
 CLOSE_IDLE = 4408
 #: an env call ran past the server's --call-timeout.
 CLOSE_CALL_TIMEOUT = 4504
+#: ``/ws?fork=TOKEN`` with a token that is unknown, expired or already used.
+CLOSE_UNKNOWN_FORK = 4404
 
 #: The info key that holds trainer-only data; servers leave it out by default.
 PRIVILEGED_KEY = "privileged"
@@ -99,6 +122,12 @@ class ErrorCode:
     IDLE_TIMEOUT = "IDLE_TIMEOUT"
     #: an env call ran past the server's --call-timeout; the session was closed.
     CALL_TIMEOUT = "CALL_TIMEOUT"
+    #: a snapshot handle the server does not hold (unknown, expired, or its session closed).
+    UNKNOWN_SNAPSHOT = "UNKNOWN_SNAPSHOT"
+    #: a snapshot past the server's --max-snapshots or --max-snapshot-bytes.
+    SNAPSHOT_LIMIT = "SNAPSHOT_LIMIT"
+    #: ``/ws?fork=TOKEN`` with a token that is unknown, expired or already used.
+    UNKNOWN_FORK = "UNKNOWN_FORK"
 
 
 def to_jsonable(value: Any) -> Any:

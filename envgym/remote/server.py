@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import inspect
 import logging
 import time
 import uuid
@@ -47,9 +46,10 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
-from envgym.registry import get_spec, load_entry_point
 from envgym.remote.config import ServerConfig, ServerStartError
+from envgym.remote.forks import Forks
 from envgym.remote.messages import (
+    FORK_REQUESTS,
     BadRequest,
     HealthReply,
     MetadataReply,
@@ -81,6 +81,7 @@ from envgym.remote.sessions import (
     Session,
     close_env_of,
     close_env_quietly,
+    env_metadata,
     make_env,
     open_env,
     timed_out_message,
@@ -122,6 +123,8 @@ class EnvServer:
         self._threads: EnvThreads | None = None  # made with the loop, in lifespan
         #: called once `config.exit_after_sessions` sessions have ended (stops the server)
         self.on_done: Callable[[], None] | None = None
+        #: snapshot handles and forks not yet attached to (``snapshot``, ``restore``, ``fork``)
+        self.forks = Forks(config, self._run, self._close_env, self._stop_if_done)
         self.app = self._build_app()
 
     # -------------------------------------------------------------- routes
@@ -134,6 +137,7 @@ class EnvServer:
             watches = [
                 asyncio.create_task(self._reap_idle_sessions()),
                 asyncio.create_task(self._expire_late_calls()),
+                asyncio.create_task(self.forks.watch()),
             ]
             try:
                 yield
@@ -142,6 +146,7 @@ class EnvServer:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+                self.forks.close_pending()
                 self._threads.stop()
 
         app = FastAPI(
@@ -161,6 +166,8 @@ class EnvServer:
                 sessions_refused=self.sessions_refused,
                 calls_past_deadline=self.calls_past_deadline(),
                 send_privileged=self.config.send_privileged,
+                snapshots=len(self.forks.store),
+                pending_forks=self.forks.pending_count,
             )
 
         @app.get("/schema")
@@ -179,25 +186,8 @@ class EnvServer:
         return app
 
     def metadata(self) -> MetadataReply:
-        """What ``GET /metadata`` returns: the registry's description of the env and
-        its manual (the env class's docstring), never anything of a session. An env
-        registered with gymnasium alone has its docstring's first line as description."""
-        env_id = self.config.env_id
-        try:
-            spec = get_spec(env_id)
-            description, entry_point = spec.description, spec.entry_point
-        except KeyError:
-            description, entry_point = "", gym.spec(env_id).entry_point
-        if isinstance(entry_point, str):
-            entry_point = load_entry_point(entry_point)
-        manual = inspect.getdoc(entry_point)
-        return MetadataReply(
-            name=env_id,
-            description=description or (manual or env_id).splitlines()[0],
-            readme_content=manual,
-            version=f"envgym {__version__}",
-            author="envgym",
-        )
+        """What ``GET /metadata`` returns (`env_metadata`)."""
+        return env_metadata(self.config.env_id)
 
     def schema(self) -> SchemaReply:
         """What ``GET /schema`` returns: OpenEnv's three JSON Schemas plus envgym's spaces."""
@@ -213,6 +203,9 @@ class EnvServer:
             idle_timeout_s=self.config.idle_timeout,
             call_timeout_s=self.config.call_timeout,
             max_message_bytes=self.max_message_bytes,
+            max_snapshots=self.config.max_snapshots,
+            max_snapshot_bytes=self.config.max_snapshot_bytes,
+            snapshot_ttl_s=self.config.snapshot_ttl_s,
         )
 
     def calls_past_deadline(self) -> int:
@@ -223,18 +216,27 @@ class EnvServer:
     async def _serve_session(self, websocket: WebSocket) -> None:
         from starlette.websockets import WebSocketDisconnect
 
-        if len(self.sessions) >= self.config.max_sessions:
+        token = websocket.query_params.get("fork")
+        if token is not None:  # a forked session, its env made and restored already
+            forked = self.forks.attach(token)
+            if forked is None:
+                await self.forks.refuse(websocket)
+                return
+            session, forked.websocket = forked, websocket
+        elif len(self.sessions) + self.forks.pending_count >= self.config.max_sessions:
             self.sessions_refused += 1
             await self._refuse(websocket)
             return
-        session = Session(websocket)
+        else:
+            session = Session(websocket)
         # Registered before the first await, so concurrent connects count each other.
         self.sessions[session.id] = session
         self.sessions_served += 1
         try:
             await websocket.accept()
             try:
-                await self._run(session, "gym.make()", open_env, session, self.config)
+                if session.env is None:
+                    await self._run(session, "gym.make()", open_env, session, self.config)
             except ServerStartError as exc:
                 await websocket.send_text(error_reply(ErrorCode.FACTORY_ERROR, str(exc)))
                 await websocket.close(CLOSE_SERVER_ERROR, "could not make the env")
@@ -267,11 +269,16 @@ class EnvServer:
             logger.debug("session %s ended: %s", session.id, exc)
         finally:
             del self.sessions[session.id]
+            self.forks.store.drop_owner(session.id)
             await self._close_env(session)
-            after = self.config.exit_after_sessions
-            if after is not None and self.sessions_served >= after and not self.sessions:
-                if self.on_done is not None:
-                    self.on_done()
+            self._stop_if_done()
+
+    def _stop_if_done(self) -> None:
+        """`on_done()` once exit_after_sessions were served and none is open or pending."""
+        after, idle = self.config.exit_after_sessions, not self.sessions
+        if after is not None and self.sessions_served >= after and idle:
+            if not self.forks.pending_count and self.on_done is not None:
+                self.on_done()
 
     async def _refuse(self, websocket: WebSocket) -> None:
         limit = self.config.max_sessions
@@ -350,6 +357,9 @@ class EnvServer:
             return await self._reset(session, request.data or ResetData()), False
         if request.type == "state":
             return state_reply(self._state(session)), False
+        if isinstance(request, FORK_REQUESTS):
+            free = self.config.max_sessions - len(self.sessions) - self.forks.pending_count
+            return await self.forks.handle(session, request, free, self._state), False
         return None, True  # close
 
     async def _reset(self, session: Session, data: ResetData) -> str:

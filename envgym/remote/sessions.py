@@ -7,6 +7,7 @@ functions here run on its env threads (`envgym.remote.threads`).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 import uuid
@@ -15,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
-from envgym.registry import EnvCreationError, make_text_env
+from envgym.registry import EnvCreationError, get_spec, load_entry_point, make_text_env
 from envgym.remote.config import ServerConfig, ServerStartError
+from envgym.remote.messages import MetadataReply
+from envgym.version import __version__
 
 if TYPE_CHECKING:
     from starlette.websockets import WebSocket
@@ -26,6 +29,7 @@ __all__ = [
     "Session",
     "close_env_of",
     "close_env_quietly",
+    "env_metadata",
     "make_env",
     "open_env",
     "timed_out_message",
@@ -39,9 +43,10 @@ class CallTimedOut(Exception):
 
 
 class Session:
-    """One connection's env and episode bookkeeping."""
+    """One connection's env and episode bookkeeping. A fork's session has no
+    connection (`websocket` None) until its client attaches."""
 
-    def __init__(self, websocket: WebSocket) -> None:
+    def __init__(self, websocket: WebSocket | None) -> None:
         self.id = uuid.uuid4().hex
         self.websocket = websocket
         self.env: gym.Env | None = None
@@ -104,3 +109,24 @@ def make_env(env_id: str, env_kwargs: Mapping[str, Any], checked: bool = True) -
         raise ServerStartError(exc.args[0] if exc.args else str(exc)) from None
     except EnvCreationError as exc:
         raise ServerStartError(str(exc)) from None
+
+
+def env_metadata(env_id: str) -> MetadataReply:
+    """What ``GET /metadata`` returns: the registry's description of the env and
+    its manual (the env class's docstring), never anything of a session. An env
+    registered with gymnasium alone has its docstring's first line as description."""
+    try:
+        spec = get_spec(env_id)
+        description, entry_point = spec.description, spec.entry_point
+    except KeyError:
+        description, entry_point = "", gym.spec(env_id).entry_point
+    if isinstance(entry_point, str):
+        entry_point = load_entry_point(entry_point)
+    manual = inspect.getdoc(entry_point)
+    return MetadataReply(
+        name=env_id,
+        description=description or (manual or env_id).splitlines()[0],
+        readme_content=manual,
+        version=f"envgym {__version__}",
+        author="envgym",
+    )
