@@ -93,6 +93,11 @@ def branch_slots(envs: Any, i: int, k: int | Sequence[int]) -> list[int]:
     for tw in ws:
         envs._workers.send(tw, ("restore", by_worker[tw], snapshot))
     answers = envs._workers.gather(ws, envs.step_timeout_s)
+    if envs.workers == "remote":
+        # A RemoteEnv's snapshot is a handle holding room on its server (under its
+        # --max-snapshots); once restored everywhere it is let go.
+        envs._workers.send(w, ("release", k_source, snapshot))
+        envs._workers.gather([w], envs.step_timeout_s)
     failed = None
     for tw in ws:
         if isinstance(answers[tw], LostWorker) or answers[tw][0] == "raise":

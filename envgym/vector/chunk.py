@@ -59,8 +59,8 @@ class EnvChunk:
     Messages are tuples: ``("describe",)``, ``("reset", [(seed, options,
     next_seed) | None, ...])``, ``("step", [(action, next_seed) | None, ...])``,
     ``("attr", k, name)``, ``("snapshot", k)``, ``("restore", [k, ...],
-    snapshot)``, ``("render",)``, ``("pid",)``, ``("close",)``; the answer is
-    ``("ok", value)`` or ``("raise", RaisedInWorker)``. ``next_seed``
+    snapshot)``, ``("release", k, snapshot)``, ``("render",)``, ``("pid",)``,
+    ``("close",)``; the answer is ``("ok", value)`` or ``("raise", RaisedInWorker)``. ``next_seed``
     is the seed for the autoreset should the step end the episode; None there
     means no autoreset (the env goes idle, its observation ``""``). A None
     request leaves that env alone (it is idle) and answers None.
@@ -101,6 +101,11 @@ class EnvChunk:
                 for k in ks:
                     self._forking(k, "restore")(snapshot)
                 return "ok", None
+            if kind == "release":
+                # Snapshots that hold room elsewhere (a RemoteEnv's handle on its
+                # server) are let go once every target has restored.
+                release = getattr(self.envs[message[1]].unwrapped, "release", None)
+                return "ok", release(message[2]) if callable(release) else None
             if kind == "render":
                 return "ok", [env.render() for env in self.envs]
             if kind == "pid":
