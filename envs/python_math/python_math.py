@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
+from envgym.arguments import check_number
 from envgym.core import Preset, TextEnv, Turn, quote_for_feedback, setting
 from envgym.envs.python_math.answers import AnswerError, read_answer
 from envgym.envs.python_math.code_runs import run_code
+from envgym.envs.python_math.datasets import LoadedProblem, load_problems
 from envgym.envs.python_math.generators import (
     KINDS,
     MAX_SEED,
@@ -16,6 +20,7 @@ from envgym.envs.python_math.generators import (
     make_problem,
     problem_from_id,
 )
+from envgym.envs.python_math.latex_answers import check_latex_answer, require_math_verify
 from envgym.parsing import first_tag, parse_tool_calls, strip_think
 from envgym.sandbox import RUN_PYTHON_TOOL
 
@@ -112,11 +117,19 @@ class PythonMathEnv(TextEnv):
         "medium": MathPreset(max_turns=6),
         "hard": MathPreset(max_turns=8),
     }
-    snapshot_exclude: ClassVar[tuple[str, ...]] = ("sandbox_pool",)
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("sandbox_pool", "_loaded", "_by_id")
     system_prompt: ClassVar[str] = (
         "Solve the math problem. The answer is exact: an integer or a fraction. You may run "
         "Python first: write <python>print(...)</python> or call the run_python tool, and "
         "the output comes back in <output>...</output>. Give the final answer as "
+        "\\boxed{answer}; it ends the episode."
+    )
+    #: The system prompt of loaded problems, whose answers may be any LaTeX value.
+    loaded_system_prompt: ClassVar[str] = (
+        "Solve the math problem. Give one exact final value in its simplest form (a number, "
+        "a fraction, a radical, an interval, an expression in the problem's variables). You "
+        "may run Python first: write <python>print(...)</python> or call the run_python tool, "
+        "and the output comes back in <output>...</output>. Give the final answer as "
         "\\boxed{answer}; it ends the episode."
     )
 
@@ -128,6 +141,9 @@ class PythonMathEnv(TextEnv):
         timeout_s: float | None = None,
         memory_mb: int | None = None,
         sandbox_pool: Any = None,
+        problems: str | Path | Sequence[str | Path] | None = None,
+        format: str | None = None,
+        answer_timeout_s: float = 5.0,
         render_mode: str | None = None,
     ) -> None:
         super().__init__(
@@ -138,12 +154,23 @@ class PythonMathEnv(TextEnv):
             memory_mb=memory_mb,
         )
         self.sandbox_pool = sandbox_pool
-        self.problem: Problem | None = None
+        self.answer_timeout_s = check_number(answer_timeout_s, "answer_timeout_s", 0.1, 60.0)
+        if format is not None and problems is None:
+            raise ValueError("format= names the layout of problems=; pass problems= too")
+        self._loaded: tuple[LoadedProblem, ...] = ()
+        if problems is not None:
+            require_math_verify()
+            self._loaded = load_problems(problems, format=format)
+            self.system_prompt = self.loaded_system_prompt
+        self._by_id = {p.task_id: p for p in self._loaded}
+        self.problem: Problem | LoadedProblem | None = None
         self.executions = 0
         self.sandbox_seconds = 0.0
 
     def _new_task(self, options: dict[str, Any]) -> str:
-        if "task_id" in options:
+        if self._loaded:
+            self.problem = self._loaded_problem(options)
+        elif "task_id" in options:
             self.problem = problem_from_id(options["task_id"])
         else:
             kinds = list(KINDS)
@@ -154,6 +181,18 @@ class PythonMathEnv(TextEnv):
         self.executions = 0
         self.sandbox_seconds = 0.0
         return self.problem.text
+
+    def _loaded_problem(self, options: dict[str, Any]) -> LoadedProblem:
+        if "task_id" not in options:
+            return self._loaded[int(self.np_random.integers(len(self._loaded)))]
+        task_id = options["task_id"]
+        if not isinstance(task_id, str) or task_id not in self._by_id:
+            example = self._loaded[0].task_id
+            raise ValueError(
+                f"unknown task_id {quote_for_feedback(str(task_id), 80)} in the loaded problems; "
+                f"their ids look like {example!r} (FILESTEM:ID or FILESTEM:LINE)"
+            )
+        return self._by_id[task_id]
 
     def _act(self, action: str) -> Turn:
         kind, value = first_tag(
@@ -189,12 +228,22 @@ class PythonMathEnv(TextEnv):
         return Turn(run.feedback, {"correct": 0.0}, extra_info={"sandbox_error": run.error})
 
     def _answer(self, text: str) -> Turn:
+        if isinstance(self.problem, LoadedProblem):
+            verdict = check_latex_answer(
+                text, self.problem.answer, self.problem.text, timeout_s=self.answer_timeout_s
+            )
+            if verdict.correct is None:
+                shown = quote_for_feedback(text, 60)
+                return self._invalid(f"Your answer {shown} is not read: {verdict.reason}.")
+            return self._verdict(text, verdict.correct)
         try:
             given = read_answer(text)
         except AnswerError as exc:
             shown = quote_for_feedback(text, 60)
             return self._invalid(f"Your answer {shown} could not be read: {exc}. {_FORMAT_HINT}")
-        correct = given == self.problem.answer
+        return self._verdict(text, given == self.problem.answer)
+
+    def _verdict(self, text: str, correct: bool) -> Turn:
         verdict = "correct" if correct else "not correct"
         reply = f"Your answer {quote_for_feedback(text, 60)} is {verdict}."
         return Turn(reply, {"correct": float(correct)}, terminated=True, success=correct)
