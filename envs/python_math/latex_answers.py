@@ -32,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from importlib.util import find_spec
@@ -42,6 +43,9 @@ __all__ = ["LatexVerdict", "check_latex_answer", "require_math_verify"]
 
 #: The longest final answer read (a gold answer is held to the same bound).
 MAX_LATEX_ANSWER_CHARS = 400
+#: Checks remembered per process (the same answer to the same gold is not checked twice:
+#: a policy repeats itself, and a pathological answer costs its timeout only once).
+CACHED_CHECKS = 4096
 #: Seconds the worker may take to start (import sympy and math-verify).
 START_TIMEOUT_S = 60.0
 
@@ -74,6 +78,12 @@ _PLAIN_NUMBER = re.compile(r"[+-]?(?:\d[\d,]*(?:\.\d*)?|\.\d+|\d+/\d+|\\frac\{[+
 _SPACE_COMMANDS = re.compile(r"\\(?:left|right|displaystyle|,|!|;|:| )|\s+")
 
 
+#: Words (letter runs outside command names) an answer may have that its gold lacks: a
+#: unit (``cm``) or a variable's name (``x = 5``), not prose, which sympy would read as a
+#: product of many symbols (slow, and never a final value).
+MAX_EXTRA_WORDS = 2
+
+
 @dataclass(frozen=True)
 class LatexVerdict:
     """``correct`` True or False for an answer that was checked, None for one refused;
@@ -104,10 +114,13 @@ def _squeezed(text: str) -> str:
     return text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("$", "")
 
 
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(_COMMAND.sub(" ", text))}
+
+
 def _hedges(text: str) -> set[str]:
     commands = {c for c in _COMMAND.findall(text) if c in _HEDGE_COMMANDS}
-    words = {w.lower() for w in _WORD.findall(_COMMAND.sub(" ", text))}
-    return commands | (words & _HEDGE_WORDS)
+    return commands | (_words(text) & _HEDGE_WORDS)
 
 
 def _operations(text: str) -> set[str]:
@@ -162,6 +175,9 @@ def check_latex_answer(
         return LatexVerdict(
             None, f"it hedges ({', '.join(sorted(hedged))}); give one final value, no alternatives"
         )
+    extra = _words(answer) - _words(gold)
+    if len(extra) > MAX_EXTRA_WORDS:
+        return LatexVerdict(None, "it is words, not a value; give one final value")
     if _echoes(answer, gold, question):
         return LatexVerdict(None, "it copies the question's own expression; give its value")
     reply = _CHECKER.check(normalise(gold), normalise(answer), timeout_s)
@@ -173,10 +189,12 @@ def check_latex_answer(
 
 class LatexChecker:
     """The math-verify worker of this process: started on the first check, restarted
-    after a check that timed out or a worker that died, one check at a time."""
+    after a check that timed out or a worker that died, one check at a time; the
+    last `CACHED_CHECKS` replies are remembered."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple[str, str, float], dict] = OrderedDict()
         self._proc: subprocess.Popen | None = None
         self._pid = 0  # the process that started the worker (a forked child starts its own)
         self._buffer = b""
@@ -217,21 +235,32 @@ class LatexChecker:
 
     def check(self, gold: str, answer: str, timeout_s: float) -> dict:
         """The worker's reply to one check; a refusal when it timed out or died."""
+        key = (gold, answer, timeout_s)
         with self._lock:
-            if self._proc is None or self._pid != os.getpid() or self._proc.poll() is not None:
-                self._proc = None
-                self._start()
-            request = json.dumps({"gold": gold, "answer": answer}) + "\n"
-            try:
-                self._proc.stdin.write(request.encode())
-                self._proc.stdin.flush()
-                line = self._read_line(timeout_s)
-            except OSError:
-                line = None
-            if line is None:
-                self._stop()
-                return {"verdict": "refused", "reason": f"checking it took over {timeout_s:g} s"}
-            return json.loads(line)
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+            reply = self._check(gold, answer, timeout_s)
+            self._cache[key] = reply
+            if len(self._cache) > CACHED_CHECKS:
+                self._cache.popitem(last=False)
+            return reply
+
+    def _check(self, gold: str, answer: str, timeout_s: float) -> dict:
+        if self._proc is None or self._pid != os.getpid() or self._proc.poll() is not None:
+            self._proc = None
+            self._start()
+        request = json.dumps({"gold": gold, "answer": answer}) + "\n"
+        try:
+            self._proc.stdin.write(request.encode())
+            self._proc.stdin.flush()
+            line = self._read_line(timeout_s)
+        except OSError:
+            line = None
+        if line is None:
+            self._stop()
+            return {"verdict": "refused", "reason": f"checking it took over {timeout_s:g} s"}
+        return json.loads(line)
 
     def close(self) -> None:
         with self._lock:
