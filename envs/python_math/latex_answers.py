@@ -72,9 +72,11 @@ _SCIENTIFIC = re.compile(
     rf"^\s*({_NUMBER})\s*(?:\\times|\\cdot|\*|×)\s*10\s*\^\s*\{{?\s*([+-]?\d{{1,4}})\s*\}}?\s*$"
     rf"|^\s*({_NUMBER})[eE]([+-]?\d{{1,4}})\s*$"
 )
-_OPERATION = re.compile(r"[-+*/^=]|\\(?:frac|dfrac|tfrac|sqrt|cdot|times|div|binom|log|ln)")
+#: An operation to carry out: what makes a copied stretch of the question an echo (a
+#: lone value such as ``\\sqrt{2}`` or ``\\frac{3}{4}`` may stand in a question and be the answer).
+_OPERATION = re.compile(r"[-+*/^=]|\\(?:cdot|times|div)")
 #: A number on its own (an integer, a decimal, a fraction of integers): never an echo.
-_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d[\d,]*(?:\.\d*)?|\.\d+|\d+/\d+|\\frac\{[+-]?\d+\}\{\d+\})")
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d[\d,]*(?:\.\d*)?|\.\d+|\d+/\d+)")
 _SPACE_COMMANDS = re.compile(r"\\(?:left|right|displaystyle|,|!|;|:| )|\s+")
 
 
@@ -95,7 +97,11 @@ class LatexVerdict:
 
 def require_math_verify() -> None:
     """MissingExtra naming the ``math`` extra when math-verify is not installed."""
-    if find_spec("math_verify") is None:
+    try:
+        installed = find_spec("math_verify") is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules: blocked
+        installed = False
+    if not installed:
         raise missing_extra(
             "math_verify", extra="math", purpose="PythonMath-v0 with problems= (LaTeX answers)"
         )
@@ -108,9 +114,9 @@ def _strip_math(text: str) -> str:
 
 
 def _squeezed(text: str) -> str:
-    """Text with spacing commands, ``\\left``/``\\right`` and whitespace dropped, and
-    ``\\dfrac``/``\\tfrac`` read as ``\\frac``: the form echoes are compared in."""
-    text = _SPACE_COMMANDS.sub("", text)
+    """Text with spacing commands, ``\\left``/``\\right``, braces and whitespace dropped,
+    and ``\\dfrac``/``\\tfrac`` read as ``\\frac``: the form echoes are compared in."""
+    text = _SPACE_COMMANDS.sub("", text).replace("{", "").replace("}", "")
     return text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("$", "")
 
 
@@ -149,7 +155,7 @@ def _echoes(answer: str, gold: str, question: str) -> bool:
     if squeezed == _squeezed(gold) or _PLAIN_NUMBER.fullmatch(squeezed):
         return False
     sides = [squeezed, *squeezed.split("=")] if "=" in squeezed else [squeezed]
-    return any(side and _OPERATION.search(side) and side in asked for side in sides)
+    return any(side and _OPERATION.search(side.lstrip("+-")) and side in asked for side in sides)
 
 
 def check_latex_answer(
