@@ -212,6 +212,8 @@ class LatexChecker:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            # The worker imports envgym from where this process found it.
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
         )
         self._pid, self._buffer = os.getpid(), b""
         if self._read_line(START_TIMEOUT_S) is None:

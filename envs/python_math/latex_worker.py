@@ -28,6 +28,7 @@ The rules applied here, on the parsed expressions:
 from __future__ import annotations
 
 import json
+import os
 import resource
 import sys
 from functools import lru_cache
@@ -120,8 +121,11 @@ def main() -> None:
     import logging
 
     logging.disable(logging.CRITICAL)  # math-verify logs every expression it cannot parse
+    # Replies go to the pipe the parent reads; anything a library prints goes to stderr,
+    # so a stray print cannot corrupt a reply.
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     _parse("1")  # import and warm math-verify before saying ready
-    out = sys.stdout
     out.write('{"ready": true}\n')
     out.flush()
     for line in sys.stdin:
