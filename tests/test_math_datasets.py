@@ -167,6 +167,14 @@ def test_metadata_ids_and_sources(tmp_path):
     assert len(folder) == 5 and load_problems(str(tmp_path / "*.jsonl")) == folder[2:]
     both = [tmp_path / "gsm8k-test.jsonl", tmp_path / "dapo-math-17k.parquet"]
     assert [p.task_id for p in load_problems(both)][0] == "gsm8k-test:1"
+    # An AIME file that numbers the problem in "problem" and words it in "question".
+    numbered = _jsonl(
+        tmp_path / "aime25.jsonl",
+        [{"id": "AIME25I-1", "year": 2025, "problem": 1, "question": "Find 3+4.", "answer": "7"}],
+    )
+    (aime,) = load_problems(numbered)
+    assert (aime.task_id, aime.text) == ("aime25:AIME25I-1", "Find 3+4.")
+    numbered.unlink()
     # Draws are seeded; the same seed gives the same problem.
     env = gym.make(MATH_ID, problems=str(tmp_path))
     assert env.reset(seed=4)[0] == env.reset(seed=4)[0]

@@ -25,7 +25,7 @@ parquet file), so the id names the same problem whenever the file is loaded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,12 +67,14 @@ class FormatError(ValueError):
     """A row that does not fit the layout of its file."""
 
 
-def _field(row: dict[str, Any], *names: str) -> Any:
-    """The first of `names` the row has (any case), or None."""
+def _field(row: dict[str, Any], *names: str, text: bool = False) -> Any:
+    """The first of `names` the row has (any case; with `text`, only a non-empty
+    string counts: some AIME files number the problem in ``problem``), or None."""
     lowered = {str(k).lower(): v for k, v in row.items()}
     for name in names:
-        if lowered.get(name) is not None:
-            return lowered[name]
+        value = lowered.get(name)
+        if value is not None and (not text or (isinstance(value, str) and value.strip())):
+            return value
     return None
 
 
@@ -139,7 +141,7 @@ def _aime(row: dict[str, Any]) -> dict[str, Any]:
         raise FormatError('there is no "answer"')
     year = _field(row, "year")
     return {
-        "text": _text(_field(row, "problem", "question"), '"problem"'),
+        "text": _text(_field(row, "problem", "question", text=True), '"problem"'),
         "answer": str(answer).strip(),
         "id": _field(row, "id", "unique_id"),
         "subject": None if year is None else f"{year}",
@@ -251,8 +253,3 @@ def load_problems(
     if not problems:
         raise ValueError(f"{source} holds no problems")
     return tuple(problems)
-
-
-def problem_table(problems: Iterable[LoadedProblem]) -> dict[str, LoadedProblem]:
-    """Problems by task id."""
-    return {p.task_id: p for p in problems}
