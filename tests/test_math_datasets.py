@@ -255,6 +255,9 @@ REFUSED = [
     ("5", "\\approx 5", "hedges"),
     ("5", "4, 5", "several values"),
     ("5", "\\{4, 5\\}", "several values"),
+    ("5", "4 \\\\ 5", "several values"),
+    ("5", "4 = 5", "an equation"),
+    ("5", "x = 4 = 5", "an equation"),
     ("\\frac{5}{6}", "\\frac{2}{4}+\\frac{1}{3}", "arithmetic undone"),
     ("1024", "2^{10}", "arithmetic undone"),
     ("2\\sqrt{2}", "\\sqrt{8}", "arithmetic undone"),
@@ -286,9 +289,14 @@ def test_hedges_lists_and_unevaluated_answers_are_refused():
 
 def test_echoing_the_question_earns_nothing_but_the_gold_may_stand_in_it():
     question = "Expand $(x + 1)^2$."
-    for echo in ("(x+1)^2", "(x + 1)^{2}", "(x+1)^2 = x^2+2x+1"):
+    for echo in ("(x+1)^2", "(x + 1)^{2}", "y = (x+1)^2"):
         verdict = check_latex_answer(echo, "x^2+2x+1", question)
         assert verdict.correct is None and "copies the question" in verdict.reason
+    # Where the gold is an equation, one side copied from the question is an echo too.
+    verdict = check_latex_answer("y = (x+1)^2", "y = x^2+2x+1", "Expand $y = (x+1)^2$.")
+    assert verdict.correct is None and "copies the question" in verdict.reason
+    verdict = check_latex_answer("(x+1)^2 = x^2+2x+1", "x^2+2x+1", question)
+    assert verdict.correct is None and "equation" in verdict.reason
     assert check_latex_answer("x^2+2x+1", "x^2+2x+1", question).correct is True
     # A number the question mentions may be the answer.
     assert check_latex_answer("-2", "-2", "Solve $x + 2 = 0$; is $x = -2$?").correct is True

@@ -5,15 +5,18 @@ in it, in this process), then hands the answer to a worker process running
 math-verify (`latex_worker`), bounded by the clock:
 
 - the answer is at most `MAX_LATEX_ANSWER_CHARS` characters and one value:
-  no ``$``, ``\\boxed``, display math or ``\\text{}`` words a hedge is made of
-  (``or``, ``and``, ``maybe``, ``approximately``, ``\\pm``, ``\\approx``, ...)
-  unless the gold has them too;
+  no ``$``, ``\\boxed`` or display math; no row or cell separator (``\\\\``,
+  ``&``) and no equation but ``x = value`` unless the gold has them; no hedge
+  word or command (``or``, ``and``, ``maybe``, ``approximately``, ``\\pm``,
+  ``\\approx``, ...) and no operation command (``\\binom``, ``\\log``,
+  ``\\sum``, ``!``, ...) the gold does not use; at most `MAX_EXTRA_WORDS`
+  words the gold lacks (prose is not a value, and sympy is slow on it);
 - a percentage is compared as its number (``50\\%`` matches ``50``) and
   scientific notation as the decimal it writes (``1.5 \\times 10^{3}`` is
   ``1500``);
 - it does not copy the question: an answer with an operation in it (``+``,
-  ``\\frac``, ``^``, ...) that the question's text holds, or an equation one of
-  whose sides it holds, earns nothing unless it is the gold's own text;
+  ``^``, ``\\cdot``, ...) that the question's text holds, or an equation one
+  of whose sides it holds, earns nothing unless it is the gold's own text;
 - then the worker's rules (one value, no arithmetic left undone) and
   math-verify's ``verify``.
 
@@ -66,6 +69,11 @@ _COMMAND = re.compile(r"\\([A-Za-z]+)")
 _WORD = re.compile(r"[A-Za-z]+")
 _OUTER_MATH = re.compile(r"^\s*(?:\$\$?|\\\(|\\\[)(.*?)(?:\$\$?|\\\)|\\\])\s*$", re.DOTALL)
 _FORBIDDEN = ("$", "\\boxed", "\\fbox", "\\[", "\\]", "\\(", "\\)")
+#: Marks that separate several values (rows, cells, lines): refused unless the gold,
+#: a matrix say, has them too.
+_SEPARATORS = ("\\\\", "&", "\\newline", "\\cr")
+#: ``x = `` before a value: the one equation an answer may be when its gold is none.
+_LEADING_NAME = re.compile(r"^\s*[A-Za-z]\w*\s*=(?!=)")
 _PERCENT = re.compile(r"\s*(?:\\,|\\!|\\ )*\s*\\?%\s*$")
 _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)"
 _SCIENTIFIC = re.compile(
@@ -172,6 +180,13 @@ def check_latex_answer(
     gold = gold.replace("\\$", " ")
     if any(mark in answer for mark in _FORBIDDEN):
         return LatexVerdict(None, "give one final value, with no $, \\boxed or tags inside")
+    separators = [mark for mark in _SEPARATORS if mark in answer and mark not in gold]
+    if separators:
+        return LatexVerdict(None, f"it holds several values ({separators[0]}); give one")
+    if "=" in answer and "=" not in gold:
+        answer = _LEADING_NAME.sub("", answer, count=1)
+        if "=" in answer:
+            return LatexVerdict(None, "it is an equation; give the value alone (or x = value)")
     operations = _operations(answer) - _operations(gold)
     if operations:
         shown = ", ".join(sorted(operations))

@@ -160,19 +160,20 @@ class PythonMathEnv(TextEnv):
     any signal); a late check kills the worker, which the next check starts
     again (about 2 s), and each process remembers its last 4,096 verdicts.
     Before math-verify, the text rules: at most 400 characters; no ``$``,
-    ``\\boxed`` or display math inside; no hedge (``or``, ``and``,
-    ``maybe``, ``approximately``, ``\\pm``, ``\\approx``, ...) and no
-    operation command (``\\binom``, ``\\log``, ``\\sin``, ``\\sum``, ``!``,
-    ...) the gold does not use; at most two words the gold lacks (a unit, a
-    variable's name); no copy of the question's own arithmetic (an answer,
-    or a side of an answer's equation, with ``+ - * / ^ =`` in it that the
-    question holds, spaces and braces aside). After parsing: one value where
-    the gold is one (not a set, a tuple, an interval or a list), and no more
-    operations on plain numbers that sympy would still evaluate than the
-    gold leaves (``2 + 3``, ``2^{10}``, ``\\sqrt{8}``,
-    ``\\frac{2}{4} + \\frac{1}{3}`` are refused; ``\\frac{3}{4}``,
-    ``2\\sqrt{2}``, ``-7`` are values). A refused answer is a format error,
-    as for generated problems.
+    ``\\boxed`` or display math inside; no row or cell separator
+    (``\\\\``, ``&``) and no equation but ``x = value`` unless the gold has
+    them; no hedge (``or``, ``and``, ``maybe``, ``approximately``,
+    ``\\pm``, ``\\approx``, ...) and no operation command (``\\binom``,
+    ``\\log``, ``\\sin``, ``\\sum``, ``!``, ...) the gold does not use;
+    at most two words the gold lacks (a unit, a variable's name); no copy of
+    the question's own arithmetic (an answer, or a side of an answer's
+    equation, with ``+ - * / ^ =`` in it that the question holds, spaces and
+    braces aside). After parsing: one value where the gold is one (not a
+    set, a tuple, an interval or a list), and no more operations on plain
+    numbers that sympy would still evaluate than the gold leaves (``2 + 3``,
+    ``2^{10}``, ``\\sqrt{8}``, ``\\frac{2}{4} + \\frac{1}{3}`` are
+    refused; ``\\frac{3}{4}``, ``2\\sqrt{2}``, ``-7`` are values). A
+    refused answer is a format error, as for generated problems.
 
     ```python
     import json
