@@ -9,6 +9,7 @@ import gzip
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import gymnasium as gym
@@ -277,6 +278,18 @@ def test_equivalent_answers_match_and_others_do_not():
         assert check_latex_answer(answer, gold, question).correct is True, (gold, answer)
     for gold, answer in UNEQUAL:
         assert check_latex_answer(answer, gold, question).correct is False, (gold, answer)
+
+
+def test_checks_run_from_threads():
+    """math-verify's own timeouts are signals, which only the main thread may set; the
+    env checks in a worker process, so envs stepped on threads (the remote server's,
+    a vector env's) check answers too."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        verdicts = list(pool.map(lambda a: check_latex_answer(a, "\\frac{1}{2}", "q"), EQ_HALF))
+    assert [v.correct for v in verdicts] == [True, True, False, None]
+
+
+EQ_HALF = ["0.5", "\\dfrac{2}{4}", "0.6", "0.5 or 0.6"]
 
 
 def test_hedges_lists_and_unevaluated_answers_are_refused():
