@@ -6,8 +6,9 @@ any of those. Each row comes back as a `Record`: the dict, the file it came
 from and where in it (``line 12`` of a JSONL file, ``row 3`` of a JSON list or
 a parquet file), so a loader's errors can point at the row. JSONL is read a
 line at a time and parquet a row batch at a time (pyarrow, the ``math``
-extra), so a large file is streamed; a JSON list is one document and is read
-whole. A ``.gz`` suffix on a JSON or JSONL file is read through gzip.
+extra), so a large file is streamed; a ``.json`` file is one document, read
+whole: a list of rows or a single row (JSON lines in a ``.json`` file are read
+as JSONL). A ``.gz`` suffix on a JSON or JSONL file is read through gzip.
 
 Imports only the standard library (pyarrow when a parquet file is read).
 """
@@ -91,23 +92,38 @@ def source_files(source: str | Path | Sequence[str | Path]) -> list[Path]:
 def _json_rows(path: Path) -> Iterator[Record]:
     opener = gzip.open if path.name.lower().endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:
+        if _suffix(path).startswith(".json") and not _suffix(path).startswith(".jsonl"):
+            yield from _json_document(path, f.read())
+            return
         lines = enumerate(f, 1)
         found = next(((n, line) for n, line in lines if line.strip()), None)
         if found is None:
             return
         start, first = found
         if first.lstrip().startswith("["):
-            try:
-                rows = json.loads(first + f.read())
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: not a JSON list of rows ({exc.msg})") from None
-            for index, row in enumerate(rows, 1):
-                yield Record(row, path, index, "row")
+            yield from _json_document(path, first + f.read())
             return
         yield _json_line(path, start, first)
         for lineno, line in lines:
             if line.strip():
                 yield _json_line(path, lineno, line)
+
+
+def _json_document(path: Path, text: str) -> Iterator[Record]:
+    """The rows of a JSON file: a list of rows, or one object (MATH ships a file per
+    problem); a ``.json`` file that holds JSON lines is read as such."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Extra data":
+            raise ValueError(f"{path}: not a JSON document ({exc.msg})") from None
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                yield _json_line(path, lineno, line)
+        return
+    rows = document if isinstance(document, list) else [document]
+    for index, row in enumerate(rows, 1):
+        yield Record(row, path, index, "row")
 
 
 def _json_line(path: Path, lineno: int, line: str) -> Record:

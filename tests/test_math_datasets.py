@@ -183,6 +183,29 @@ def test_metadata_ids_and_sources(tmp_path):
         env.reset(options={"task_id": "nope"})
 
 
+def test_math_as_published_one_indented_json_file_per_problem(tmp_path):
+    """Hendrycks' MATH: ``{split}/{subject}/{n}.json``, each one object; ids keep the path."""
+    for split, subject, answer in (("train", "algebra", "4"), ("test", "geometry", "\\pi")):
+        folder = tmp_path / "MATH" / split / subject
+        folder.mkdir(parents=True)
+        row = {
+            "problem": f"A {subject} problem.",
+            "level": "Level 1",
+            "type": subject.title(),
+            "solution": f"So it is $\\boxed{{{answer}}}$.",
+        }
+        (folder / "1.json").write_text(json.dumps(row, indent=4))
+    problems = load_problems(tmp_path / "MATH")
+    assert [(p.task_id, p.answer, p.subject) for p in problems] == [
+        ("test/geometry/1:1", "\\pi", "Geometry"),
+        ("train/algebra/1:1", "4", "Algebra"),
+    ]
+    # JSON lines in a file named .json (some exports do this) read as JSONL.
+    lines = tmp_path / "lines.json"
+    lines.write_text('{"problem": "p1", "answer": "1"}\n{"problem": "p2", "answer": "2"}\n')
+    assert [p.task_id for p in load_problems(lines)] == ["lines:1", "lines:2"]
+
+
 def test_unknown_layouts_and_bad_rows_are_clear_errors(tmp_path):
     odd = _jsonl(tmp_path / "odd.jsonl", [{"prompt_text": "2+2?", "label": "4"}])
     with pytest.raises(ValueError, match=r"odd.jsonl, line 1: not a math problem layout.*"):

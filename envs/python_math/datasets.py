@@ -21,17 +21,21 @@ from its first row or forced with ``format=``:
 Every problem keeps a task id: ``FILESTEM:ID`` from the row's id field, else
 ``FILESTEM:INDEX`` (its line in a JSONL file, its row in a JSON list or a
 parquet file), so the id names the same problem whenever the file is loaded.
+FILESTEM is the file's path from the folder its files share, suffixes dropped:
+``gsm8k-test``, or ``train/algebra/1`` for MATH's own layout of one JSON file
+per problem in a folder per subject.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from envgym.parsing import parse_boxed
-from envgym.records import Record, read_records
+from envgym.records import Record, read_records, source_files
 from envgym.text import OBSERVATION_MAX_LENGTH, to_ascii
 
 __all__ = ["FORMATS", "LoadedProblem", "load_problems"]
@@ -220,11 +224,17 @@ def _problem(record: Record, layout: str, stem: str) -> LoadedProblem:
     )
 
 
-def _stem(path: Path) -> str:
-    name = path.name
-    for suffix in (".gz", ".jsonl", ".json", ".parquet"):
-        name = name.removesuffix(suffix)
-    return name
+def _stems(files: list[Path]) -> dict[Path, str]:
+    """Each file's name in task ids: its path from the files' common folder, suffixes
+    dropped (``gsm8k-test``; ``train/algebra/1`` for MATH's file per problem)."""
+    root = Path(os.path.commonpath([p.resolve().parent for p in files]))
+    stems = {}
+    for path in files:
+        name = path.resolve().relative_to(root).as_posix()
+        for suffix in (".gz", ".jsonl", ".json", ".parquet"):
+            name = name.removesuffix(suffix)
+        stems[path] = name
+    return stems
 
 
 def load_problems(
@@ -237,12 +247,14 @@ def load_problems(
     problems: list[LoadedProblem] = []
     where: dict[str, str] = {}
     layouts: dict[Path, str] = {}
-    for record in read_records(source):
+    files = source_files(source)
+    stems = _stems(files)
+    for record in read_records(files):
         layout = layouts.get(record.path) or format or detect_format(record.row)
         if layout is None:
             raise _unknown_layout(record)
         layouts[record.path] = layout
-        problem = _problem(record, layout, _stem(record.path))
+        problem = _problem(record, layout, stems[record.path])
         if problem.task_id in where:
             raise ValueError(
                 f"{record.where}: task id {problem.task_id!r} is also the id of "

@@ -119,8 +119,9 @@ class PythonMathEnv(TextEnv):
     reset. ``reset(options={"task_id": "modular_power-hard-42"})`` replays a
     problem (``KIND-DIFFICULTY-SEED``, seed 0 to 2**32 - 1). ``problems``: a
     file, folder, glob or list of them to load problems from (their ids are
-    ``FILESTEM:ID``, or ``FILESTEM:LINE`` where a row has no id; the difficulty
-    then sets only the turns); ``format``: ``gsm8k``, ``math``, ``dapo`` or
+    ``FILESTEM:ID``, or ``FILESTEM:LINE`` where a row has no id, FILESTEM the
+    file's path from the folder the files share, without suffixes; the
+    difficulty then sets only the turns); ``format``: ``gsm8k``, ``math``, ``dapo`` or
     ``aime`` to force a layout (else detected per file); ``answer_timeout_s``
     (0.1 to 60, default 5): the most seconds one answer's check may take.
 
@@ -136,6 +137,8 @@ class PythonMathEnv(TextEnv):
     * ``math`` (MATH, MATH-500): ``problem``; ``answer`` (MATH-500) or the
       last ``\\boxed{...}`` (or ``\\fbox{...}``) of ``solution``, nested
       braces and all; ``level``, ``type`` or ``subject``; ``unique_id``.
+      MATH as first published, a folder per split and subject with one
+      JSON file per problem, loads from its top folder.
     * ``dapo`` (DAPO-Math-17k, verl's layout): ``prompt``, a chat list whose
       last user turn is the problem (DAPO's "... Answer: $Answer ..."
       instructions around it are dropped: this env says how to answer);
