@@ -285,6 +285,7 @@ REFUSED = [
     ("\\frac{5}{6}", "\\frac{2}{4}+\\frac{1}{3}", "arithmetic undone"),
     ("1024", "2^{10}", "arithmetic undone"),
     ("2\\sqrt{2}", "\\sqrt{8}", "arithmetic undone"),
+    ("x+1", "\\frac{(x-1)(x+1)}{x-1}", "no simpler than the question"),
     ("3", "\\log_2 8", "expression to evaluate"),
     ("10", "\\binom{5}{2}", "expression to evaluate"),
     ("120", "5!", "expression to evaluate"),

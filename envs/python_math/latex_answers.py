@@ -17,8 +17,8 @@ math-verify (`latex_worker`), bounded by the clock:
 - it does not copy the question: an answer with an operation in it (``+``,
   ``^``, ``\\cdot``, ...) that the question's text holds, or an equation one
   of whose sides it holds, earns nothing unless it is the gold's own text;
-- then the worker's rules (one value, no arithmetic left undone) and
-  math-verify's ``verify``.
+- then the worker's rules (one value, no arithmetic left undone, at most two
+  operations more than the gold) and math-verify's ``verify``.
 
 A check that does not finish in time (a pathological expression) kills the
 worker, which the next check starts again, and the answer is refused.

@@ -22,6 +22,9 @@ The rules applied here, on the parsed expressions:
   evaluate is not a final value; a fraction ``\\frac{p}{q}``, a sign, and a
   radical in simplest form (``2\\sqrt{2}``) are. The gold answer sets the bar:
   an answer may leave as many such operations as its gold does;
+- no more than `EXTRA_OPERATIONS` operations beyond the gold's (sympy's
+  ``count_ops``): an expression as large as the question's, reworked, is not
+  its simplified value;
 - then math-verify's ``verify(gold, answer)`` decides equivalence.
 """
 
@@ -34,6 +37,10 @@ import sys
 from functools import lru_cache
 from typing import Any
 
+#: Operations (sympy's ``count_ops``) an answer may have beyond its gold's: room to write
+#: a value another way (``\\frac{1}{2}\\sqrt{3}`` for ``\\frac{\\sqrt{3}}{2}``), not to hand in
+#: the question's expression reworked (``\\frac{(x-1)(x+1)}{x-1}`` for ``x + 1``).
+EXTRA_OPERATIONS = 2
 #: The most memory this process may map: room for sympy, not for a tower of powers.
 MEMORY_LIMIT_BYTES = 2 * 1024**3
 
@@ -87,6 +94,17 @@ def _undone(expr: Any) -> int:
     return count
 
 
+def _operations(expr: Any) -> int:
+    from sympy import Basic, count_ops
+
+    if not isinstance(expr, Basic):
+        return 0
+    try:
+        return int(count_ops(expr))
+    except Exception:
+        return 0
+
+
 def judge(gold: str, answer: str) -> dict[str, str]:
     """The verdict on one answer against its gold, as the parent reads it."""
     from math_verify import verify
@@ -111,6 +129,12 @@ def judge(gold: str, answer: str) -> dict[str, str]:
             "verdict": "refused",
             "reason": "it leaves arithmetic undone (an expression, not its value); "
             "give the simplified value",
+        }
+    if _operations(value) > _operations(gold_value) + EXTRA_OPERATIONS:
+        return {
+            "verdict": "refused",
+            "reason": "it is an expression no simpler than the question's; give the simplified "
+            "value",
         }
     correct = verify(gold_parsed, parsed, timeout_seconds=None)
     return {"verdict": "correct" if correct else "wrong", "reason": "checked with math-verify"}

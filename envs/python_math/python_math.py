@@ -175,8 +175,10 @@ class PythonMathEnv(TextEnv):
     set, a tuple, an interval or a list), and no more operations on plain
     numbers that sympy would still evaluate than the gold leaves (``2 + 3``,
     ``2^{10}``, ``\\sqrt{8}``, ``\\frac{2}{4} + \\frac{1}{3}`` are
-    refused; ``\\frac{3}{4}``, ``2\\sqrt{2}``, ``-7`` are values). A
-    refused answer is a format error, as for generated problems.
+    refused; ``\\frac{3}{4}``, ``2\\sqrt{2}``, ``-7`` are values), and
+    at most two operations more than the gold (sympy's ``count_ops``:
+    ``\\frac{(x-1)(x+1)}{x-1}`` is not ``x + 1``). A refused answer is a
+    format error, as for generated problems.
 
     ```python
     import json
