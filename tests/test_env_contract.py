@@ -74,12 +74,25 @@ def engine_kwargs(kwargs: dict) -> dict:
     return _engine_kwargs(kwargs)
 
 
+#: PythonMath-v0 on problems loaded from files (the public layouts it reads) instead
+#: of generated ones; also in the info-key and snapshot tests.
+ON_FILES = [
+    pytest.param(
+        "envgym/PythonMath-v0",
+        {"problems": os.path.join(os.path.dirname(__file__), "data", "math_formats")},
+        id="envgym/PythonMath-v0-files",
+    )
+]
 LEVEL_CASES = [(env_id, {"difficulty": level}) for env_id, level in ID_AND_DIFFICULTY] + ON_ENGINES
-SESSION_CASES = [
-    case
-    for env_id, level in ID_AND_DIFFICULTY
-    for case in _on_backends(env_id, {"difficulty": level})
-] + ON_ENGINES
+SESSION_CASES = (
+    [
+        case
+        for env_id, level in ID_AND_DIFFICULTY
+        for case in _on_backends(env_id, {"difficulty": level})
+    ]
+    + ON_ENGINES
+    + ON_FILES
+)
 
 
 def test_every_spec_is_registered_with_gymnasium():
@@ -92,6 +105,7 @@ def test_every_spec_is_registered_with_gymnasium():
 
 #: Constructor arguments beyond difficulty that change an env's shape.
 VARIANTS = [
+    *ON_FILES,
     ("envgym/FrozenLake-v0", {"slippery": True}),
     ("envgym/LiarsDice-v0", {"num_players": 4}),
     ("envgym/Sokoban-v0", {"size": (7, 9), "num_boxes": 2}),
@@ -102,6 +116,7 @@ VARIANTS = [
 CHECK_CASES = LEVEL_CASES + VARIANTS
 #: Observation modes beyond the default text, also checked for determinism and fuzzing.
 MODES = [
+    *ON_FILES,
     ("envgym/Shop-v0", {"difficulty": "hard", "observation": "html"}),
     ("envgym/WebShop-v0", {"observation": "html"}),
 ]

@@ -28,6 +28,7 @@ import re
 import statistics
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -160,12 +161,23 @@ ON_SANDBOXES = [
     for level in envgym.get_spec(env_id).difficulties
     for backend in ("docker", "bwrap")
 ]
-CASES = [(env_id, {}) for env_id in IDS if env_id not in SESSION_IDS] + ON_ENGINES + ON_SANDBOXES
+#: PythonMath-v0 on problems loaded from files (GSM8K, MATH, DAPO-Math, AIME layouts),
+#: whose LaTeX answers math-verify checks.
+ON_FILES = [
+    ("envgym/PythonMath-v0", {"problems": str(Path(__file__).parent / "data" / "math_formats")})
+]
+CASES = (
+    [(env_id, {}) for env_id in IDS if env_id not in SESSION_IDS]
+    + ON_ENGINES
+    + ON_SANDBOXES
+    + ON_FILES
+)
 
 
 def _case_id(case) -> str:
     env_id, kwargs = case.values[0] if hasattr(case, "values") else case
-    return env_id + "".join(f"-{v if k != 'engine' else 'postgres'}" for k, v in kwargs.items())
+    names = {"engine": lambda v: "postgres", "problems": lambda v: "files"}
+    return env_id + "".join(f"-{names.get(k, str)(v)}" for k, v in kwargs.items())
 
 
 def _play(env: gym.Env, act: Callable[[str, dict, random.Random, int], str], episodes: int):

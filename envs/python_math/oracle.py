@@ -1,4 +1,4 @@
-"""The PythonMath oracle: answers with the generator's own exact answer."""
+"""The PythonMath oracle: answers with the generator's exact answer or the data set's gold."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 
 class PythonMathOracle:
     """Reads the problem the env drew (as the Sokoban oracle reads the board) and
-    boxes its answer, so it scores 1 on every problem: the env's ceiling."""
+    boxes its answer (a loaded problem's gold LaTeX answer as the data set gives
+    it), so it scores 1 on every problem: the env's ceiling."""
 
     def __init__(self, env: Any) -> None:
         self.env = getattr(env, "unwrapped", env)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
+from envgym.arguments import check_number
 from envgym.core import Preset, TextEnv, Turn, quote_for_feedback, setting
 from envgym.envs.python_math.answers import AnswerError, read_answer
 from envgym.envs.python_math.code_runs import run_code
+from envgym.envs.python_math.datasets import LoadedProblem, load_problems
 from envgym.envs.python_math.generators import (
     KINDS,
     MAX_SEED,
@@ -16,6 +20,7 @@ from envgym.envs.python_math.generators import (
     make_problem,
     problem_from_id,
 )
+from envgym.envs.python_math.latex_answers import check_latex_answer, require_math_verify
 from envgym.parsing import first_tag, parse_tool_calls, strip_think
 from envgym.sandbox import RUN_PYTHON_TOOL
 
@@ -49,6 +54,12 @@ class PythonMathEnv(TextEnv):
     counted by their sum) are easier with code, which the agent may run before
     answering.
 
+    With ``problems=``, the problems come from files of the public math sets
+    instead: GSM8K, MATH and MATH-500, DAPO-Math-17k, AIME and AMC (JSONL, a
+    JSON list or parquet; see Loaded problems below). Their answers are
+    LaTeX values (``\\frac{\\sqrt{3}}{2}``, ``[2, 5)``, ``x^2+2x+1``), checked
+    with math-verify (the ``math`` extra).
+
     ## Action Space
     Text, one of:
 
@@ -61,7 +72,13 @@ class PythonMathEnv(TextEnv):
       is not 1/3) or a fraction of integers (``3/4``, ``\\frac{3}{4}``). An
       expression is not an answer, however simply it evaluates (``2^10``,
       ``3/4 + 1/4``, the question's own expression copied): it is read as no
-      answer.
+      answer. A loaded problem's answer is any LaTeX value equal to the gold
+      one (``0.5`` for ``\\frac12``, ``50\\%`` for ``50``, ``5 \\text{ cm}``
+      for ``5``), up to 400 characters, and it is read as no answer when it
+      hedges (``or``, ``\\pm``, ``\\approx``), lists several values where one
+      is asked, leaves arithmetic on numbers undone (``2^{10}``,
+      ``\\sqrt{8}``, ``\\binom{5}{2}``), copies an expression of the question,
+      is prose, or cannot be checked in ``answer_timeout_s``.
 
     When a reply holds several ``<python>``, ``<answer>`` and ``<tool_call>``
     tags, the first one counts (and the first program of a tool call); a
@@ -76,7 +93,7 @@ class PythonMathEnv(TextEnv):
 
     ## Starting State
     A kind drawn uniformly and a problem seed drawn from the reset's seed, at the
-    env's difficulty.
+    env's difficulty; with ``problems=``, a loaded problem drawn uniformly.
 
     ## Rewards
     ``correct``: 1 for a correct answer, 0 for a wrong one (the episode ends
@@ -100,11 +117,86 @@ class PythonMathEnv(TextEnv):
     `envgym.sandbox.SandboxPool` to run code on; None (the default) uses one
     pool per process (backend "auto"), started on the first code run, never at
     reset. ``reset(options={"task_id": "modular_power-hard-42"})`` replays a
-    problem (``KIND-DIFFICULTY-SEED``, seed 0 to 2**32 - 1).
+    problem (``KIND-DIFFICULTY-SEED``, seed 0 to 2**32 - 1). ``problems``: a
+    file, folder, glob or list of them to load problems from (their ids are
+    ``FILESTEM:ID``, or ``FILESTEM:LINE`` where a row has no id, FILESTEM the
+    file's path from the folder the files share, without suffixes; the
+    difficulty then sets only the turns); ``format``: ``gsm8k``, ``math``, ``dapo`` or
+    ``aime`` to force a layout (else detected per file); ``answer_timeout_s``
+    (0.1 to 60, default 5): the most seconds one answer's check may take.
+
+    ## Loaded problems
+    ``problems=`` takes a file, a folder (its ``.jsonl``, ``.json``,
+    ``.parquet`` files, ``.gz`` too, in name order), a glob or a list of
+    them; JSONL is read a line at a time and parquet a row batch at a time
+    (pyarrow, in the ``math`` extra). Each file's layout is read from its first
+    row's fields, or forced with ``format=``:
+
+    * ``gsm8k`` (GSM8K): ``question``; ``answer``, whose ``#### 72`` line is
+      the gold (the worked solution above it is dropped).
+    * ``math`` (MATH, MATH-500): ``problem``; ``answer`` (MATH-500) or the
+      last ``\\boxed{...}`` (or ``\\fbox{...}``) of ``solution``, nested
+      braces and all; ``level``, ``type`` or ``subject``; ``unique_id``.
+      MATH as first published, a folder per split and subject with one
+      JSON file per problem, loads from its top folder.
+    * ``dapo`` (DAPO-Math-17k, verl's layout): ``prompt``, a chat list whose
+      last user turn is the problem (DAPO's "... Answer: $Answer ..."
+      instructions around it are dropped: this env says how to answer);
+      ``reward_model.ground_truth``; ``extra_info.index``.
+    * ``aime`` (AIME, AMC): ``problem`` or ``question``, ``answer``, in any
+      case (``Problem``, ``Answer``); ``id`` and ``year`` when given.
+
+    A row that fits no layout is an error naming its file and line, its
+    fields and the layouts read. Field names were checked against the sets'
+    published files (GSM8K's ``#### `` line, MATH-500's
+    ``problem/solution/answer/subject/level/unique_id``, DAPO-Math-17k's
+    ``prompt``/``reward_model``/``extra_info`` parquet, AI-MO's AIME/AMC
+    validation sets).
+
+    An answer is checked by math-verify (``parse`` then ``verify``: fractions,
+    decimals, radicals, intervals, sets, tuples, matrices, ``\\dfrac``,
+    units and ``^\\circ`` dropped, thousands separators, ``x = 5``) after
+    a percent sign is dropped (``50\\%`` is compared as ``50``) and
+    scientific notation is written out (``1.5 \\times 10^{3}`` is ``1500``).
+    math-verify runs in a worker process of its own, bounded by
+    ``answer_timeout_s`` (a hostile expression can keep sympy busy in C, past
+    any signal); a late check kills the worker, which the next check starts
+    again (about 2 s), and each process remembers its last 4,096 verdicts.
+    Before math-verify, the text rules: at most 400 characters; no ``$``,
+    ``\\boxed`` or display math inside; no row or cell separator
+    (``\\\\``, ``&``) and no equation but ``x = value`` unless the gold has
+    them; no hedge (``or``, ``and``, ``maybe``, ``approximately``,
+    ``\\pm``, ``\\approx``, ...) and no operation command (``\\binom``,
+    ``\\log``, ``\\sin``, ``\\sum``, ``!``, ...) the gold does not use;
+    at most two words the gold lacks (a unit, a variable's name); no copy of
+    the question's own arithmetic (an answer, or a side of an answer's
+    equation, with ``+ - * / ^ =`` in it that the question holds, spaces and
+    braces aside). After parsing: one value where the gold is one (not a
+    set, a tuple, an interval or a list), and no more operations on plain
+    numbers that sympy would still evaluate than the gold leaves (``2 + 3``,
+    ``2^{10}``, ``\\sqrt{8}``, ``\\frac{2}{4} + \\frac{1}{3}`` are
+    refused; ``\\frac{3}{4}``, ``2\\sqrt{2}``, ``-7`` are values), and
+    at most two operations more than the gold (sympy's ``count_ops``:
+    ``\\frac{(x-1)(x+1)}{x-1}`` is not ``x + 1``). A refused answer is a
+    format error, as for generated problems.
+
+    ```python
+    import json
+    from pathlib import Path
+
+    row = {"question": "Ann has 3 boxes of 12 pens. How many pens?", "answer": "3*12=36\\n#### 36"}
+    Path("gsm8k-demo.jsonl").write_text(json.dumps(row) + "\\n")
+    env = gym.make("envgym/PythonMath-v0", problems="gsm8k-demo.jsonl")
+    obs, info = env.reset(seed=0)
+    assert info["task_id"] == "gsm8k-demo:1"
+    obs, reward, terminated, truncated, info = env.step("<answer>36.0</answer>")
+    assert reward == 1.0 and info["success"]
+    ```
 
     ## Version History
     * v0: initial version. Answers are values only: expressions such as
-      ``2^10`` are no longer read.
+      ``2^10`` are no longer read. ``problems=`` loads GSM8K, MATH, DAPO-Math
+      and AIME/AMC files, their answers checked with math-verify.
     """
 
     presets: ClassVar[dict[str, MathPreset]] = {
@@ -112,11 +204,19 @@ class PythonMathEnv(TextEnv):
         "medium": MathPreset(max_turns=6),
         "hard": MathPreset(max_turns=8),
     }
-    snapshot_exclude: ClassVar[tuple[str, ...]] = ("sandbox_pool",)
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("sandbox_pool", "_loaded", "_by_id")
     system_prompt: ClassVar[str] = (
         "Solve the math problem. The answer is exact: an integer or a fraction. You may run "
         "Python first: write <python>print(...)</python> or call the run_python tool, and "
         "the output comes back in <output>...</output>. Give the final answer as "
+        "\\boxed{answer}; it ends the episode."
+    )
+    #: The system prompt of loaded problems, whose answers may be any LaTeX value.
+    loaded_system_prompt: ClassVar[str] = (
+        "Solve the math problem. Give one exact final value in its simplest form (a number, "
+        "a fraction, a radical, an interval, an expression in the problem's variables). You "
+        "may run Python first: write <python>print(...)</python> or call the run_python tool, "
+        "and the output comes back in <output>...</output>. Give the final answer as "
         "\\boxed{answer}; it ends the episode."
     )
 
@@ -128,6 +228,9 @@ class PythonMathEnv(TextEnv):
         timeout_s: float | None = None,
         memory_mb: int | None = None,
         sandbox_pool: Any = None,
+        problems: str | Path | Sequence[str | Path] | None = None,
+        format: str | None = None,
+        answer_timeout_s: float = 5.0,
         render_mode: str | None = None,
     ) -> None:
         super().__init__(
@@ -138,12 +241,23 @@ class PythonMathEnv(TextEnv):
             memory_mb=memory_mb,
         )
         self.sandbox_pool = sandbox_pool
-        self.problem: Problem | None = None
+        self.answer_timeout_s = check_number(answer_timeout_s, "answer_timeout_s", 0.1, 60.0)
+        if format is not None and problems is None:
+            raise ValueError("format= names the layout of problems=; pass problems= too")
+        self._loaded: tuple[LoadedProblem, ...] = ()
+        if problems is not None:
+            require_math_verify()
+            self._loaded = load_problems(problems, format=format)
+            self.system_prompt = self.loaded_system_prompt
+        self._by_id = {p.task_id: p for p in self._loaded}
+        self.problem: Problem | LoadedProblem | None = None
         self.executions = 0
         self.sandbox_seconds = 0.0
 
     def _new_task(self, options: dict[str, Any]) -> str:
-        if "task_id" in options:
+        if self._loaded:
+            self.problem = self._loaded_problem(options)
+        elif "task_id" in options:
             self.problem = problem_from_id(options["task_id"])
         else:
             kinds = list(KINDS)
@@ -154,6 +268,18 @@ class PythonMathEnv(TextEnv):
         self.executions = 0
         self.sandbox_seconds = 0.0
         return self.problem.text
+
+    def _loaded_problem(self, options: dict[str, Any]) -> LoadedProblem:
+        if "task_id" not in options:
+            return self._loaded[int(self.np_random.integers(len(self._loaded)))]
+        task_id = options["task_id"]
+        if not isinstance(task_id, str) or task_id not in self._by_id:
+            example = self._loaded[0].task_id
+            raise ValueError(
+                f"unknown task_id {quote_for_feedback(str(task_id), 80)} in the loaded problems; "
+                f"their ids look like {example!r} (FILESTEM:ID or FILESTEM:LINE)"
+            )
+        return self._by_id[task_id]
 
     def _act(self, action: str) -> Turn:
         kind, value = first_tag(
@@ -189,12 +315,22 @@ class PythonMathEnv(TextEnv):
         return Turn(run.feedback, {"correct": 0.0}, extra_info={"sandbox_error": run.error})
 
     def _answer(self, text: str) -> Turn:
+        if isinstance(self.problem, LoadedProblem):
+            verdict = check_latex_answer(
+                text, self.problem.answer, self.problem.text, timeout_s=self.answer_timeout_s
+            )
+            if verdict.correct is None:
+                shown = quote_for_feedback(text, 60)
+                return self._invalid(f"Your answer {shown} is not read: {verdict.reason}.")
+            return self._verdict(text, verdict.correct)
         try:
             given = read_answer(text)
         except AnswerError as exc:
             shown = quote_for_feedback(text, 60)
             return self._invalid(f"Your answer {shown} could not be read: {exc}. {_FORMAT_HINT}")
-        correct = given == self.problem.answer
+        return self._verdict(text, given == self.problem.answer)
+
+    def _verdict(self, text: str, correct: bool) -> Turn:
         verdict = "correct" if correct else "not correct"
         reply = f"Your answer {quote_for_feedback(text, 60)} is {verdict}."
         return Turn(reply, {"correct": float(correct)}, terminated=True, success=correct)
