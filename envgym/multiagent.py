@@ -12,7 +12,7 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 
 from envgym.arguments import MAX_EPISODE_LENGTH, check_int, check_render_mode
-from envgym.parsing import parse_answer
+from envgym.parsing import parse_answer, whole_answer
 from envgym.text import (
     ACTION_MAX_LENGTH,
     CHARSET,
@@ -105,6 +105,10 @@ class MultiAgentTextEnv(AECEnv):
     snapshot_exclude: ClassVar[tuple[str, ...]] = ()
     #: Instructions for the action format, in every reset info.
     system_prompt: ClassVar[str] = ""
+    #: True when every legal action is written in lower case (digits, "bet"):
+    #: a reply then matches by one membership test instead of a loop
+    #: (tests/test_games_speed_paths.py holds each game that says so to it).
+    lower_case_moves: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -197,14 +201,23 @@ class MultiAgentTextEnv(AECEnv):
     def _parse_action(self, player: int, text: str) -> tuple[str | None, str | None]:
         """Turn a reply into one legal action, or explain why it is not one."""
         legal = self._legal(player)
-        parsed = parse_answer(text, example=legal[0] if legal else "...")
-        if not parsed.ok:
-            return None, parsed.error
-        value = " ".join(parsed.value.split()).lower()
-        for action in legal:
-            if action.lower() == value:
-                return action, None
-        return None, f"{quote_for_feedback(parsed.value, 40)} is not a legal move now."
+        value = whole_answer(text)
+        if value is None:
+            parsed = parse_answer(text, example=legal[0] if legal else "...")
+            if not parsed.ok:
+                return None, parsed.error
+            value = parsed.value
+        wanted = " ".join(value.split()).lower()
+        if self.lower_case_moves:
+            # Every legal action is its own lower case: the first whose lower
+            # case matches is the one equal to `wanted`.
+            if wanted in legal:
+                return wanted, None
+        else:
+            for action in legal:
+                if action.lower() == wanted:
+                    return action, None
+        return None, f"{quote_for_feedback(value, 40)} is not a legal move now."
 
     def _forfeit_rewards(self, player: int) -> dict[int, float]:
         """Final rewards when `player` loses by a second illegal move in a turn."""
@@ -254,9 +267,18 @@ class MultiAgentTextEnv(AECEnv):
         self.infos[self.agent_selection]["system_prompt"] = self.system_prompt
 
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        if not hasattr(self, "agent_selection"):
-            raise RuntimeError("last() before reset(); call env.reset() first")
-        return super().last(observe)
+        # AECEnv.last, inlined: it runs once per move of every game loop.
+        try:
+            agent = self.agent_selection
+        except AttributeError:
+            raise RuntimeError("last() before reset(); call env.reset() first") from None
+        return (
+            self.observe(agent) if observe else None,
+            self._cumulative_rewards[agent],
+            self.terminations[agent],
+            self.truncations[agent],
+            self.infos[agent],
+        )
 
     def observe(self, agent: str) -> str:
         if not self.agents and not hasattr(self, "agent_selection"):
@@ -276,7 +298,9 @@ class MultiAgentTextEnv(AECEnv):
             return
         player = self._index[agent]
         self._cumulative_rewards[agent] = 0.0
-        self._clear_rewards()
+        rewards = self.rewards
+        for a in rewards:  # AECEnv._clear_rewards, inlined (it writes an int 0)
+            rewards[a] = 0
         text = coerce_action(action)
         too_long = reply_too_long(text)
         if too_long is None:
@@ -303,19 +327,39 @@ class MultiAgentTextEnv(AECEnv):
             self.moves += 1
             self._version += 1
             final = self._apply(player, move)
+        over = True
         if final is not None:
+            agents = self.possible_agents
             for p, reward in final.items():
-                self.rewards[self.possible_agents[p]] = float(reward)
+                rewards[agents[p]] = float(reward)
             self.terminations = {a: True for a in self.agents}
         elif self.moves >= self.max_moves:
+            agents = self.possible_agents
             for p, reward in self._truncation_rewards().items():
-                self.rewards[self.possible_agents[p]] = float(reward)
+                rewards[agents[p]] = float(reward)
             self.truncations = {a: True for a in self.agents}
             self.outcome = f"stopped after {self.max_moves} moves"
-        self._accumulate_rewards()
-        self.agent_selection = self.possible_agents[self.current]
+        else:
+            over = False
+        cumulative = self._cumulative_rewards
+        for a, reward in rewards.items():  # AECEnv._accumulate_rewards, inlined
+            cumulative[a] += reward
+        self.agent_selection = selected = self.possible_agents[self.current]
         # Every player's info is rebuilt: the state (and so each state_key) changed.
-        self.infos = {a: self._info(a, a != agent or move is not None) for a in self.agents}
+        # (`_info`, inlined: the game is over exactly when this move ended it.)
+        moves, index = self.moves, self._index
+        self.infos = {
+            a: {
+                "player": a,
+                "turn": moves,
+                "action_valid": a != agent or move is not None,
+                "state_key": self._information_key(index[a]),
+                "admissible_actions": list(self._legal(index[a]))
+                if a == selected and not over
+                else [],
+            }
+            for a in self.agents
+        }
         if self.render_mode == "human":
             print(self._render_text())
 

@@ -47,6 +47,25 @@ def _lines() -> tuple[int, ...]:
 _LINES = _lines()
 #: The name of each column's move: "1" to "7".
 _LABELS = tuple(str(c + 1) for c in range(COLUMNS))
+_HEADER = " ".join(_LABELS)
+_COLUMN_SHIFTS = tuple(c * _STRIDE for c in range(COLUMNS))
+
+
+def _column_cells() -> dict[tuple[int, int], tuple[str, ...]]:
+    """Every possible column as its cells, top row first ("X", "O" or "."),
+    keyed by (X's bits, O's bits) of the column: the board text is looked up,
+    never drawn bit by bit."""
+    cells = {}
+    for height in range(ROWS + 1):
+        for x in range(1 << height):
+            o = ((1 << height) - 1) ^ x
+            column = ["X" if x >> r & 1 else "O" if o >> r & 1 else "." for r in range(ROWS)]
+            cells[x, o] = tuple(reversed(column))
+    return cells
+
+
+_COLUMN_CELLS = _column_cells()
+_COLUMN_BITS = (1 << ROWS) - 1
 
 
 # The rules, written once: the game and its search both use them.
@@ -228,7 +247,10 @@ class ConnectFour(MarkGame):
         "is_parallelizable": False,
     }
     default_max_moves: ClassVar[int] = ROWS * COLUMNS
-    snapshot_exclude: ClassVar[tuple[str, ...]] = ("search_depth",)
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("search_depth", "_texts_cache")
+    lower_case_moves: ClassVar[bool] = True
+    #: `_texts()` of the state `_version` names (a cache, not game state).
+    _texts_cache: tuple[int, str, str] = (-1, "", "")
     system_prompt: ClassVar[str] = (
         "You are playing Connect Four on a board of 6 rows and 7 columns. Players "
         "take turns dropping a stone into a column; it falls to the lowest empty "
@@ -264,6 +286,14 @@ class ConnectFour(MarkGame):
         move = _playable(mask) & _COLUMN[column]
         self.stones[player] |= move
         mark = MARKS[player]
+        version, grid, key = self._texts_cache
+        if version == self._version - 1:  # the texts of the state before this move
+            top = ROWS - 1 - (move.bit_length() - 1 - column * _STRIDE)  # row from the top
+            at = 2 * COLUMNS * (top + 1) + 2 * column
+            grid = f"{grid[:at]}{mark}{grid[at + 1 :]}"
+            at = (COLUMNS + 1) * top + column
+            key = f"{key[:at]}{mark}{key[at + 1 :]}"
+            self._texts_cache = (self._version, grid, key)
         self.last_move = f"{mark} dropped a stone in column {action}"
         self.current = 1 - player
         if _has_four(self.stones[player]):
@@ -277,21 +307,27 @@ class ConnectFour(MarkGame):
     def _rows(self) -> list[str]:
         """The board as text rows, top row first."""
         x, o = self.stones
-        rows = []
-        for r in range(ROWS - 1, -1, -1):
-            cells = []
-            for c in range(COLUMNS):
-                bit = 1 << (c * _STRIDE + r)
-                cells.append("X" if x & bit else "O" if o & bit else ".")
-            rows.append("".join(cells))
-        return rows
+        columns = [
+            _COLUMN_CELLS[x >> s & _COLUMN_BITS, o >> s & _COLUMN_BITS] for s in _COLUMN_SHIFTS
+        ]
+        return ["".join(row) for row in zip(*columns, strict=True)]
+
+    def _texts(self) -> tuple[str, str]:
+        """`_grid()` and `_state_key()` without its mark, once per game state
+        (a move patches the previous state's texts: one cell changes)."""
+        version, grid, key = self._texts_cache
+        if version != self._version:
+            rows = self._rows()
+            grid = "\n".join([_HEADER, *(" ".join(row) for row in rows)])
+            key = "/".join(rows)
+            self._texts_cache = (self._version, grid, key)
+        return grid, key
 
     def _grid(self) -> str:
-        header = " ".join(str(c + 1) for c in range(COLUMNS))
-        return "\n".join([header, *(" ".join(row) for row in self._rows())])
+        return self._texts()[0]
 
     def _state_key(self) -> str:
-        return "/".join(self._rows()) + f":{MARKS[self.current]}"
+        return f"{self._texts()[1]}:{MARKS[self.current]}"
 
     def _render_text(self) -> str:
         return self._grid()

@@ -141,6 +141,7 @@ class KuhnPoker(MultiAgentTextEnv):
         "is_parallelizable": False,
     }
     default_max_moves: ClassVar[int] = 3
+    lower_case_moves: ClassVar[bool] = True
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("rounds", "nash_alpha")
     system_prompt: ClassVar[str] = (
         "You are playing Kuhn poker. The deck has three cards: Jack < Queen < King. "
