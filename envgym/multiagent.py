@@ -7,6 +7,7 @@ import copy
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 from pettingzoo import AECEnv
@@ -243,7 +244,12 @@ class MultiAgentTextEnv(AECEnv):
         # Built on first use: seeding a generator costs more than a whole game of
         # TicTacToe, and deterministic games never draw from it.
         if self._np_random is None:
-            self._np_random, _ = seeding.np_random(self._pending_seed)
+            seed = self._pending_seed
+            if type(seed) is int and seed >= 0:
+                # What seeding.np_random builds for such a seed, without its checks.
+                self._np_random = np.random.Generator(np.random.PCG64(seed))
+            else:  # None (fresh entropy), or a seed it rejects with its own error
+                self._np_random, _ = seeding.np_random(seed)
             self._pending_seed = None
         return self._np_random
 
@@ -301,12 +307,11 @@ class MultiAgentTextEnv(AECEnv):
         rewards = self.rewards
         for a in rewards:  # AECEnv._clear_rewards, inlined (it writes an int 0)
             rewards[a] = 0
-        text = coerce_action(action)
-        too_long = reply_too_long(text)
-        if too_long is None:
+        text = action if type(action) is str else coerce_action(action)
+        if len(text) <= ACTION_MAX_LENGTH:  # reply_too_long(text) is None
             move, error = self._parse_action(player, text)
         else:  # never parsed
-            move, error = None, too_long
+            move, error = None, reply_too_long(text)
         final: dict[int, float] | None = None
         if move is None:
             self._strikes += 1
@@ -348,12 +353,15 @@ class MultiAgentTextEnv(AECEnv):
         # Every player's info is rebuilt: the state (and so each state_key) changed.
         # (`_info`, inlined: the game is over exactly when this move ended it.)
         moves, index = self.moves, self._index
+        # Perfect information: one state key for every player, computed once.
+        shared = type(self)._information_key is _FULL_STATE_KEY
+        key = self._current_state_key() if shared else ""
         self.infos = {
             a: {
                 "player": a,
                 "turn": moves,
                 "action_valid": a != agent or move is not None,
-                "state_key": self._information_key(index[a]),
+                "state_key": key if shared else self._information_key(index[a]),
                 "admissible_actions": list(self._legal(index[a]))
                 if a == selected and not over
                 else [],
@@ -418,3 +426,8 @@ class MultiAgentTextEnv(AECEnv):
             "state_key": self._information_key(self._index[agent]),
             "admissible_actions": list(self._legal(self._index[agent])) if to_move else [],
         }
+
+
+#: The base class's `_information_key` (the full state): a game that keeps it
+#: has perfect information, so every player's info has the same state key.
+_FULL_STATE_KEY = MultiAgentTextEnv._information_key

@@ -237,8 +237,13 @@ def parse_answer(text: str, *, example: str = "...") -> Parsed:
 def whole_answer(text: str) -> str | None:
     """``parse_answer(text).value`` when the reply is exactly one lower-case
     ``<answer>...</answer>`` with no ``<`` inside (the commonest reply), without
-    building a `Parsed`; None for any other reply (then call `parse_answer`)."""
-    return _whole_reply_tag(text, "<answer>", "</answer>")
+    building a `Parsed`; None for any other reply (then call `parse_answer`).
+    `_whole_reply_tag` for the answer tag, written out: it runs on every move."""
+    if text.startswith("<answer>") and text.endswith("</answer>") and len(text) >= 17:
+        inner = text[8:-9]
+        if "<" not in inner:
+            return inner.strip()
+    return None
 
 
 def parse_boxed(text: str) -> Parsed:

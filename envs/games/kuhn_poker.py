@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from envgym.core import check_int, check_number, short_repr
@@ -233,38 +234,31 @@ class KuhnPoker(MultiAgentTextEnv):
         return {0: float(net), 1: -float(net)}
 
     def _betting(self) -> str:
-        if not self.history:
-            return "none"
-        return ", ".join(f"player_{i % 2} {_PAST[a]}" for i, a in enumerate(self.history))
+        return _betting_text(tuple(self.history))
 
     def _observe(self, player: int) -> str:
-        seat = "first" if player == 0 else "second"
-        title = (
-            f"Kuhn poker, hand {self.hand} of {self.rounds}" if self.rounds > 1 else "Kuhn poker"
-        )
-        lines = [f"{title}. You are player_{player} and act {seat}."]
+        chips, rounds = self.chips, self.rounds
+        if rounds > 1:
+            head = f"Kuhn poker, hand {self.hand} of {rounds}{_SEATS[player]}"
+        else:
+            head = f"Kuhn poker{_SEATS[player]}"
         mine = self.net if player == 0 else -self.net
         if self.previous and not self.outcome:
-            lines.append(
-                f"Hand {self.hand - 1} result: {self.previous}. Your chips so far: {mine:+d}."
-            )
-        lines += [
-            f"Your card: {CARD_NAMES[self.cards[player]]}.",
-            f"Pot: {sum(self.chips)} chips (you put in {self.chips[player]}, "
-            f"your opponent {self.chips[1 - player]}). Betting so far: {self._betting()}.",
-        ]
+            head += f"\nHand {self.hand - 1} result: {self.previous}. Your chips so far: {mine:+d}."
         if self.outcome:
-            total = f" You finish with {mine:+d} chips." if self.rounds > 1 else ""
-            lines.append(f"Game over: {self.outcome}.{total}")
+            total = f" You finish with {mine:+d} chips." if rounds > 1 else ""
+            tail = f"Game over: {self.outcome}.{total}"
         elif player != self.current:
-            lines.append("Waiting for your opponent.")
+            tail = "Waiting for your opponent."
         else:
             legal = self._legal(player)
-            lines.append(
-                f"Your move: {legal[0]} or {legal[1]}. Reply in answer tags, "
-                f"e.g. <answer>{legal[0]}</answer>."
-            )
-        return "\n".join(lines)
+            tail = _MOVE_PROMPTS.get((legal[0], legal[1])) or _move_prompt(legal[0], legal[1])
+        mine_in, theirs_in = chips[player], chips[1 - player]
+        return (
+            f"{head}\nYour card: {CARD_NAMES[self.cards[player]]}.\n"
+            f"Pot: {mine_in + theirs_in} chips (you put in {mine_in}, "
+            f"your opponent {theirs_in}). Betting so far: {self._betting()}.\n{tail}"
+        )
 
     def _public_key(self) -> str:
         return f"h{self.hand}:{','.join(self.history) or '-'}"
@@ -308,6 +302,24 @@ class KuhnPoker(MultiAgentTextEnv):
 
 _DEALS = tuple((a, b) for a in range(3) for b in range(3) if a != b)
 _PAST = {"check": "checks", "bet": "bets", "call": "calls", "fold": "folds"}
+#: The end of each seat's first observation line.
+_SEATS = (". You are player_0 and act first.", ". You are player_1 and act second.")
+
+
+@lru_cache(maxsize=64)
+def _betting_text(history: tuple[str, ...]) -> str:
+    """The betting so far as observations say it (few histories exist: cached)."""
+    if not history:
+        return "none"
+    return ", ".join(f"player_{i % 2} {_PAST[a]}" for i, a in enumerate(history))
+
+
+def _move_prompt(first: str, second: str) -> str:
+    return f"Your move: {first} or {second}. Reply in answer tags, e.g. <answer>{first}</answer>."
+
+
+#: The prompts of the two decisions a player meets: no bet pending, or facing one.
+_MOVE_PROMPTS = {pair: _move_prompt(*pair) for pair in (("check", "bet"), ("call", "fold"))}
 
 
 def _parse_deals(cards: Any, rounds: int) -> list[list[int]]:
