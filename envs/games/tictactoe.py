@@ -31,8 +31,9 @@ def result_of_move(board: Sequence[str], cell: int) -> int | None:
     """After a mark at `cell`: 1 if it completed a line (its player wins), 0 if
     the board is full (a draw), None while the game goes on."""
     mark = board[cell]
-    if any(board[a] == board[b] == board[c] == mark for a, b, c in LINES_THROUGH[cell]):
-        return 1
+    for a, b, c in LINES_THROUGH[cell]:  # a loop, not any(): it runs on every move
+        if board[a] == board[b] == board[c] == mark:
+            return 1
     if " " not in board:
         return 0
     return None

@@ -156,7 +156,8 @@ class VersusEnv(TextEnv):
         if choice == "optimal" or (choice == "mixed" and rng.random() < 0.5):
             move = game.optimal_action(game.possible_agents.index(agent), rng)
         else:
-            legal = game.legal_actions(agent)
+            # game.legal_actions(agent), without its copy: the opponent is to move.
+            legal = game._legal(game.possible_agents.index(agent))
             move = legal[int(rng.integers(len(legal)))]
         return f"<answer>{move}</answer>"
 
