@@ -108,7 +108,7 @@ class MultiAgentTextEnv(AECEnv):
     system_prompt: ClassVar[str] = ""
     #: True when every legal action is written in lower case (digits, "bet"):
     #: a reply then matches by one membership test instead of a loop
-    #: (tests/test_games_speed_paths.py holds each game that says so to it).
+    #: (tests/test_games_fast_paths.py holds each game that says so to it).
     lower_case_moves: ClassVar[bool] = False
 
     def __init__(

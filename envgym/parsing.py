@@ -139,7 +139,7 @@ def _whole_reply_tag(text: str, open_tag: str, close_tag: str) -> str | None:
     ``<`` are the two tags', so `strip_think` finds no ``<think>`` pair (unless
     the tag is ``think``), the last close is the reply's end and the last open
     before it its start: `parse_tag` returns the content stripped, as this does.
-    None when the reply has another shape (tests/test_parsing_fast.py checks the
+    None when the reply has another shape (tests/test_games_fast_paths.py checks the
     two agree on a fuzz corpus)."""
     if (
         len(text) >= len(open_tag) + len(close_tag)

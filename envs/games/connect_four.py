@@ -65,6 +65,23 @@ def _column_cells() -> dict[tuple[int, int], tuple[str, ...]]:
 
 
 _COLUMN_CELLS = _column_cells()
+_TOP_ROW = sum(1 << (c * _STRIDE + ROWS - 1) for c in range(COLUMNS))
+#: The labels of the open columns, by the top-row cells that are taken.
+_OPEN_LABELS = {
+    taken: tuple(_LABELS[c] for c in range(COLUMNS) if not taken & _COLUMN[c])
+    for taken in (
+        sum(1 << (c * _STRIDE + ROWS - 1) for c in range(COLUMNS) if full >> c & 1)
+        for full in range(1 << COLUMNS)
+    )
+}
+#: Where a stone's cell (its bit) is in `_grid()` and in `_state_key()`: the
+#: grid is the column header and six rows of "X O . ...", top row first; the
+#: key the rows without spaces, joined by "/".
+_TEXT_AT = {
+    1 << (c * _STRIDE + r): (2 * COLUMNS * (ROWS - r) + 2 * c, (COLUMNS + 1) * (ROWS - 1 - r) + c)
+    for c in range(COLUMNS)
+    for r in range(ROWS)
+}
 _COLUMN_BITS = (1 << ROWS) - 1
 
 
@@ -278,7 +295,8 @@ class ConnectFour(MarkGame):
         self.last_move = ""
 
     def _legal_actions(self, player: int) -> list[str]:
-        return [_LABELS[c] for c in open_columns(self.stones[0] | self.stones[1])]
+        # open_columns, looked up: a column is open while its top cell is empty.
+        return list(_OPEN_LABELS[(self.stones[0] | self.stones[1]) & _TOP_ROW])
 
     def _apply(self, player: int, action: str) -> dict[int, float] | None:
         column = int(action) - 1
@@ -288,11 +306,9 @@ class ConnectFour(MarkGame):
         mark = MARKS[player]
         version, grid, key = self._texts_cache
         if version == self._version - 1:  # the texts of the state before this move
-            top = ROWS - 1 - (move.bit_length() - 1 - column * _STRIDE)  # row from the top
-            at = 2 * COLUMNS * (top + 1) + 2 * column
-            grid = f"{grid[:at]}{mark}{grid[at + 1 :]}"
-            at = (COLUMNS + 1) * top + column
-            key = f"{key[:at]}{mark}{key[at + 1 :]}"
+            grid_at, key_at = _TEXT_AT[move]
+            grid = f"{grid[:grid_at]}{mark}{grid[grid_at + 1 :]}"
+            key = f"{key[:key_at]}{mark}{key[key_at + 1 :]}"
             self._texts_cache = (self._version, grid, key)
         self.last_move = f"{mark} dropped a stone in column {action}"
         self.current = 1 - player
