@@ -237,27 +237,18 @@ class KuhnPoker(MultiAgentTextEnv):
         return _betting_text(tuple(self.history))
 
     def _observe(self, player: int) -> str:
-        chips, rounds = self.chips, self.rounds
-        if rounds > 1:
-            head = f"Kuhn poker, hand {self.hand} of {rounds}{_SEATS[player]}"
-        else:
-            head = f"Kuhn poker{_SEATS[player]}"
-        mine = self.net if player == 0 else -self.net
-        if self.previous and not self.outcome:
-            head += f"\nHand {self.hand - 1} result: {self.previous}. Your chips so far: {mine:+d}."
-        if self.outcome:
-            total = f" You finish with {mine:+d} chips." if rounds > 1 else ""
-            tail = f"Game over: {self.outcome}.{total}"
-        elif player != self.current:
-            tail = "Waiting for your opponent."
-        else:
-            legal = self._legal(player)
-            tail = _MOVE_PROMPTS.get((legal[0], legal[1])) or _move_prompt(legal[0], legal[1])
-        mine_in, theirs_in = chips[player], chips[1 - player]
-        return (
-            f"{head}\nYour card: {CARD_NAMES[self.cards[player]]}.\n"
-            f"Pot: {mine_in + theirs_in} chips (you put in {mine_in}, "
-            f"your opponent {theirs_in}). Betting so far: {self._betting()}.\n{tail}"
+        return _observation(
+            player,
+            self.rounds,
+            self.hand,
+            self.previous,
+            self.outcome,
+            self.net if player == 0 else -self.net,
+            self.cards[player],
+            self.chips[player],
+            self.chips[1 - player],
+            tuple(self.history),
+            player == self.current,
         )
 
     def _public_key(self) -> str:
@@ -320,6 +311,46 @@ def _move_prompt(first: str, second: str) -> str:
 
 #: The prompts of the two decisions a player meets: no bet pending, or facing one.
 _MOVE_PROMPTS = {pair: _move_prompt(*pair) for pair in (("check", "bet"), ("call", "fold"))}
+
+
+@lru_cache(maxsize=1 << 12)
+def _observation(
+    player: int,
+    rounds: int,
+    hand: int,
+    previous: str,
+    outcome: str,
+    mine: int,
+    card: int,
+    mine_in: int,
+    theirs_in: int,
+    history: tuple[str, ...],
+    to_move: bool,
+) -> str:
+    """What `player` sees (`KuhnPoker._observe`), from everything it shows; a
+    one-hand game has few such states, so most come from the cache. `mine` is
+    the player's net chips from finished hands, `mine_in`/`theirs_in` the chips
+    in the pot, `to_move` whether it is the player's turn."""
+    if rounds > 1:
+        head = f"Kuhn poker, hand {hand} of {rounds}{_SEATS[player]}"
+    else:
+        head = f"Kuhn poker{_SEATS[player]}"
+    if previous and not outcome:
+        head += f"\nHand {hand - 1} result: {previous}. Your chips so far: {mine:+d}."
+    if outcome:
+        total = f" You finish with {mine:+d} chips." if rounds > 1 else ""
+        tail = f"Game over: {outcome}.{total}"
+    elif not to_move:
+        tail = "Waiting for your opponent."
+    else:  # the legal moves (KuhnPoker._legal_actions) follow from the betting
+        tail = _MOVE_PROMPTS[
+            ("call", "fold") if history and history[-1] == "bet" else ("check", "bet")
+        ]
+    return (
+        f"{head}\nYour card: {CARD_NAMES[card]}.\n"
+        f"Pot: {mine_in + theirs_in} chips (you put in {mine_in}, "
+        f"your opponent {theirs_in}). Betting so far: {_betting_text(history)}.\n{tail}"
+    )
 
 
 def _parse_deals(cards: Any, rounds: int) -> list[list[int]]:
