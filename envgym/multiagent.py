@@ -7,12 +7,13 @@ import copy
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 
 from envgym.arguments import MAX_EPISODE_LENGTH, check_int, check_render_mode
-from envgym.parsing import parse_answer
+from envgym.parsing import parse_answer, whole_answer
 from envgym.text import (
     ACTION_MAX_LENGTH,
     CHARSET,
@@ -105,6 +106,10 @@ class MultiAgentTextEnv(AECEnv):
     snapshot_exclude: ClassVar[tuple[str, ...]] = ()
     #: Instructions for the action format, in every reset info.
     system_prompt: ClassVar[str] = ""
+    #: True when every legal action is written in lower case (digits, "bet"):
+    #: a reply then matches by one membership test instead of a loop
+    #: (tests/test_games_fast_paths.py holds each game that says so to it).
+    lower_case_moves: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -197,14 +202,23 @@ class MultiAgentTextEnv(AECEnv):
     def _parse_action(self, player: int, text: str) -> tuple[str | None, str | None]:
         """Turn a reply into one legal action, or explain why it is not one."""
         legal = self._legal(player)
-        parsed = parse_answer(text, example=legal[0] if legal else "...")
-        if not parsed.ok:
-            return None, parsed.error
-        value = " ".join(parsed.value.split()).lower()
-        for action in legal:
-            if action.lower() == value:
-                return action, None
-        return None, f"{quote_for_feedback(parsed.value, 40)} is not a legal move now."
+        value = whole_answer(text)
+        if value is None:
+            parsed = parse_answer(text, example=legal[0] if legal else "...")
+            if not parsed.ok:
+                return None, parsed.error
+            value = parsed.value
+        wanted = " ".join(value.split()).lower()
+        if self.lower_case_moves:
+            # Every legal action is its own lower case: the first whose lower
+            # case matches is the one equal to `wanted`.
+            if wanted in legal:
+                return wanted, None
+        else:
+            for action in legal:
+                if action.lower() == wanted:
+                    return action, None
+        return None, f"{quote_for_feedback(value, 40)} is not a legal move now."
 
     def _forfeit_rewards(self, player: int) -> dict[int, float]:
         """Final rewards when `player` loses by a second illegal move in a turn."""
@@ -230,7 +244,12 @@ class MultiAgentTextEnv(AECEnv):
         # Built on first use: seeding a generator costs more than a whole game of
         # TicTacToe, and deterministic games never draw from it.
         if self._np_random is None:
-            self._np_random, _ = seeding.np_random(self._pending_seed)
+            seed = self._pending_seed
+            if type(seed) is int and seed >= 0:
+                # What seeding.np_random builds for such a seed, without its checks.
+                self._np_random = np.random.Generator(np.random.PCG64(seed))
+            else:  # None (fresh entropy), or a seed it rejects with its own error
+                self._np_random, _ = seeding.np_random(seed)
             self._pending_seed = None
         return self._np_random
 
@@ -254,9 +273,18 @@ class MultiAgentTextEnv(AECEnv):
         self.infos[self.agent_selection]["system_prompt"] = self.system_prompt
 
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        if not hasattr(self, "agent_selection"):
-            raise RuntimeError("last() before reset(); call env.reset() first")
-        return super().last(observe)
+        # AECEnv.last, inlined: it runs once per move of every game loop.
+        try:
+            agent = self.agent_selection
+        except AttributeError:
+            raise RuntimeError("last() before reset(); call env.reset() first") from None
+        return (
+            self.observe(agent) if observe else None,
+            self._cumulative_rewards[agent],
+            self.terminations[agent],
+            self.truncations[agent],
+            self.infos[agent],
+        )
 
     def observe(self, agent: str) -> str:
         if not self.agents and not hasattr(self, "agent_selection"):
@@ -276,13 +304,14 @@ class MultiAgentTextEnv(AECEnv):
             return
         player = self._index[agent]
         self._cumulative_rewards[agent] = 0.0
-        self._clear_rewards()
-        text = coerce_action(action)
-        too_long = reply_too_long(text)
-        if too_long is None:
+        rewards = self.rewards
+        for a in rewards:  # AECEnv._clear_rewards, inlined (it writes an int 0)
+            rewards[a] = 0
+        text = action if type(action) is str else coerce_action(action)
+        if len(text) <= ACTION_MAX_LENGTH:  # reply_too_long(text) is None
             move, error = self._parse_action(player, text)
         else:  # never parsed
-            move, error = None, too_long
+            move, error = None, reply_too_long(text)
         final: dict[int, float] | None = None
         if move is None:
             self._strikes += 1
@@ -303,19 +332,42 @@ class MultiAgentTextEnv(AECEnv):
             self.moves += 1
             self._version += 1
             final = self._apply(player, move)
+        over = True
         if final is not None:
+            agents = self.possible_agents
             for p, reward in final.items():
-                self.rewards[self.possible_agents[p]] = float(reward)
+                rewards[agents[p]] = float(reward)
             self.terminations = {a: True for a in self.agents}
         elif self.moves >= self.max_moves:
+            agents = self.possible_agents
             for p, reward in self._truncation_rewards().items():
-                self.rewards[self.possible_agents[p]] = float(reward)
+                rewards[agents[p]] = float(reward)
             self.truncations = {a: True for a in self.agents}
             self.outcome = f"stopped after {self.max_moves} moves"
-        self._accumulate_rewards()
-        self.agent_selection = self.possible_agents[self.current]
+        else:
+            over = False
+        cumulative = self._cumulative_rewards
+        for a, reward in rewards.items():  # AECEnv._accumulate_rewards, inlined
+            cumulative[a] += reward
+        self.agent_selection = selected = self.possible_agents[self.current]
         # Every player's info is rebuilt: the state (and so each state_key) changed.
-        self.infos = {a: self._info(a, a != agent or move is not None) for a in self.agents}
+        # (`_info`, inlined: the game is over exactly when this move ended it.)
+        moves, index = self.moves, self._index
+        # Perfect information: one state key for every player, computed once.
+        shared = type(self)._information_key is _FULL_STATE_KEY
+        key = self._current_state_key() if shared else ""
+        self.infos = {
+            a: {
+                "player": a,
+                "turn": moves,
+                "action_valid": a != agent or move is not None,
+                "state_key": key if shared else self._information_key(index[a]),
+                "admissible_actions": list(self._legal(index[a]))
+                if a == selected and not over
+                else [],
+            }
+            for a in self.agents
+        }
         if self.render_mode == "human":
             print(self._render_text())
 
@@ -374,3 +426,8 @@ class MultiAgentTextEnv(AECEnv):
             "state_key": self._information_key(self._index[agent]),
             "admissible_actions": list(self._legal(self._index[agent])) if to_move else [],
         }
+
+
+#: The base class's `_information_key` (the full state): a game that keeps it
+#: has perfect information, so every player's info has the same state key.
+_FULL_STATE_KEY = MultiAgentTextEnv._information_key

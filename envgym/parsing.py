@@ -24,6 +24,7 @@ __all__ = [
     "ToolCall",
     "first_tag",
     "parse_answer",
+    "whole_answer",
     "parse_boxed",
     "parse_tag",
     "parse_tool_calls",
@@ -109,8 +110,16 @@ def parse_tag(text: str, tag: str, *, example: str = "...") -> Parsed:
     """
     if not _TAG_NAME.match(tag):
         raise ValueError(f"tag name {tag!r} is not a valid XML-style name")
-    body = strip_think(text)
     close_tag, open_tag = f"</{tag.lower()}>", f"<{tag.lower()}>"
+    fast = _whole_reply_tag(text, open_tag, close_tag)
+    if fast is not None:
+        return Parsed(fast)
+    return _parse_tag_full(text, tag, open_tag, close_tag, example)
+
+
+def _parse_tag_full(text: str, tag: str, open_tag: str, close_tag: str, example: str) -> Parsed:
+    """`parse_tag` for any reply (its fast path aside)."""
+    body = strip_think(text)
     # Most replies spell the tag in lower case: search the text itself first.
     lowered = body if close_tag in body and open_tag in body else body.translate(_ASCII_LOWER)
     end = lowered.rfind(close_tag)
@@ -122,6 +131,26 @@ def parse_tag(text: str, tag: str, *, example: str = "...") -> Parsed:
         return Parsed(None, f"No <{tag}>...</{tag}> found in your reply. Write {hint}.")
     end = lowered.find(close_tag, start)  # the pair's own close, inside any outer pair
     return Parsed(body[start + len(open_tag) : end].strip())
+
+
+def _whole_reply_tag(text: str, open_tag: str, close_tag: str) -> str | None:
+    """The fast path of `parse_tag` for the commonest reply, ``<answer>5</answer>``:
+    the whole reply is one lower-case pair with no ``<`` inside. Then the only
+    ``<`` are the two tags', so `strip_think` finds no ``<think>`` pair (unless
+    the tag is ``think``), the last close is the reply's end and the last open
+    before it its start: `parse_tag` returns the content stripped, as this does.
+    None when the reply has another shape (tests/test_games_fast_paths.py checks the
+    two agree on a fuzz corpus)."""
+    if (
+        len(text) >= len(open_tag) + len(close_tag)
+        and text.startswith(open_tag)
+        and text.endswith(close_tag)
+        and open_tag != "<think>"
+    ):
+        inner = text[len(open_tag) : len(text) - len(close_tag)]
+        if "<" not in inner:
+            return inner.strip()
+    return None
 
 
 def first_tag(
@@ -203,6 +232,18 @@ def parse_answer(text: str, *, example: str = "...") -> Parsed:
     if boxed.ok:
         return boxed
     return tagged
+
+
+def whole_answer(text: str) -> str | None:
+    """``parse_answer(text).value`` when the reply is exactly one lower-case
+    ``<answer>...</answer>`` with no ``<`` inside (the commonest reply), without
+    building a `Parsed`; None for any other reply (then call `parse_answer`).
+    `_whole_reply_tag` for the answer tag, written out: it runs on every move."""
+    if text.startswith("<answer>") and text.endswith("</answer>") and len(text) >= 17:
+        inner = text[8:-9]
+        if "<" not in inner:
+            return inner.strip()
+    return None
 
 
 def parse_boxed(text: str) -> Parsed:

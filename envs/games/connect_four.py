@@ -47,6 +47,42 @@ def _lines() -> tuple[int, ...]:
 _LINES = _lines()
 #: The name of each column's move: "1" to "7".
 _LABELS = tuple(str(c + 1) for c in range(COLUMNS))
+_HEADER = " ".join(_LABELS)
+_COLUMN_SHIFTS = tuple(c * _STRIDE for c in range(COLUMNS))
+
+
+def _column_cells() -> dict[tuple[int, int], tuple[str, ...]]:
+    """Every possible column as its cells, top row first ("X", "O" or "."),
+    keyed by (X's bits, O's bits) of the column: the board text is looked up,
+    never drawn bit by bit."""
+    cells = {}
+    for height in range(ROWS + 1):
+        for x in range(1 << height):
+            o = ((1 << height) - 1) ^ x
+            column = ["X" if x >> r & 1 else "O" if o >> r & 1 else "." for r in range(ROWS)]
+            cells[x, o] = tuple(reversed(column))
+    return cells
+
+
+_COLUMN_CELLS = _column_cells()
+_TOP_ROW = sum(1 << (c * _STRIDE + ROWS - 1) for c in range(COLUMNS))
+#: The labels of the open columns, by the top-row cells that are taken.
+_OPEN_LABELS = {
+    taken: tuple(_LABELS[c] for c in range(COLUMNS) if not taken & _COLUMN[c])
+    for taken in (
+        sum(1 << (c * _STRIDE + ROWS - 1) for c in range(COLUMNS) if full >> c & 1)
+        for full in range(1 << COLUMNS)
+    )
+}
+#: Where a stone's cell (its bit) is in `_grid()` and in `_state_key()`: the
+#: grid is the column header and six rows of "X O . ...", top row first; the
+#: key the rows without spaces, joined by "/".
+_TEXT_AT = {
+    1 << (c * _STRIDE + r): (2 * COLUMNS * (ROWS - r) + 2 * c, (COLUMNS + 1) * (ROWS - 1 - r) + c)
+    for c in range(COLUMNS)
+    for r in range(ROWS)
+}
+_COLUMN_BITS = (1 << ROWS) - 1
 
 
 # The rules, written once: the game and its search both use them.
@@ -228,7 +264,10 @@ class ConnectFour(MarkGame):
         "is_parallelizable": False,
     }
     default_max_moves: ClassVar[int] = ROWS * COLUMNS
-    snapshot_exclude: ClassVar[tuple[str, ...]] = ("search_depth",)
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("search_depth", "_texts_cache")
+    lower_case_moves: ClassVar[bool] = True
+    #: `_texts()` of the state `_version` names (a cache, not game state).
+    _texts_cache: tuple[int, str, str] = (-1, "", "")
     system_prompt: ClassVar[str] = (
         "You are playing Connect Four on a board of 6 rows and 7 columns. Players "
         "take turns dropping a stone into a column; it falls to the lowest empty "
@@ -256,7 +295,8 @@ class ConnectFour(MarkGame):
         self.last_move = ""
 
     def _legal_actions(self, player: int) -> list[str]:
-        return [_LABELS[c] for c in open_columns(self.stones[0] | self.stones[1])]
+        # open_columns, looked up: a column is open while its top cell is empty.
+        return list(_OPEN_LABELS[(self.stones[0] | self.stones[1]) & _TOP_ROW])
 
     def _apply(self, player: int, action: str) -> dict[int, float] | None:
         column = int(action) - 1
@@ -264,6 +304,12 @@ class ConnectFour(MarkGame):
         move = _playable(mask) & _COLUMN[column]
         self.stones[player] |= move
         mark = MARKS[player]
+        version, grid, key = self._texts_cache
+        if version == self._version - 1:  # the texts of the state before this move
+            grid_at, key_at = _TEXT_AT[move]
+            grid = f"{grid[:grid_at]}{mark}{grid[grid_at + 1 :]}"
+            key = f"{key[:key_at]}{mark}{key[key_at + 1 :]}"
+            self._texts_cache = (self._version, grid, key)
         self.last_move = f"{mark} dropped a stone in column {action}"
         self.current = 1 - player
         if _has_four(self.stones[player]):
@@ -277,21 +323,27 @@ class ConnectFour(MarkGame):
     def _rows(self) -> list[str]:
         """The board as text rows, top row first."""
         x, o = self.stones
-        rows = []
-        for r in range(ROWS - 1, -1, -1):
-            cells = []
-            for c in range(COLUMNS):
-                bit = 1 << (c * _STRIDE + r)
-                cells.append("X" if x & bit else "O" if o & bit else ".")
-            rows.append("".join(cells))
-        return rows
+        columns = [
+            _COLUMN_CELLS[x >> s & _COLUMN_BITS, o >> s & _COLUMN_BITS] for s in _COLUMN_SHIFTS
+        ]
+        return ["".join(row) for row in zip(*columns, strict=True)]
+
+    def _texts(self) -> tuple[str, str]:
+        """`_grid()` and `_state_key()` without its mark, once per game state
+        (a move patches the previous state's texts: one cell changes)."""
+        version, grid, key = self._texts_cache
+        if version != self._version:
+            rows = self._rows()
+            grid = "\n".join([_HEADER, *(" ".join(row) for row in rows)])
+            key = "/".join(rows)
+            self._texts_cache = (self._version, grid, key)
+        return grid, key
 
     def _grid(self) -> str:
-        header = " ".join(str(c + 1) for c in range(COLUMNS))
-        return "\n".join([header, *(" ".join(row) for row in self._rows())])
+        return self._texts()[0]
 
     def _state_key(self) -> str:
-        return "/".join(self._rows()) + f":{MARKS[self.current]}"
+        return f"{self._texts()[1]}:{MARKS[self.current]}"
 
     def _render_text(self) -> str:
         return self._grid()

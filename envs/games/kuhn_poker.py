@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from envgym.core import check_int, check_number, short_repr
@@ -141,6 +142,7 @@ class KuhnPoker(MultiAgentTextEnv):
         "is_parallelizable": False,
     }
     default_max_moves: ClassVar[int] = 3
+    lower_case_moves: ClassVar[bool] = True
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("rounds", "nash_alpha")
     system_prompt: ClassVar[str] = (
         "You are playing Kuhn poker. The deck has three cards: Jack < Queen < King. "
@@ -232,38 +234,22 @@ class KuhnPoker(MultiAgentTextEnv):
         return {0: float(net), 1: -float(net)}
 
     def _betting(self) -> str:
-        if not self.history:
-            return "none"
-        return ", ".join(f"player_{i % 2} {_PAST[a]}" for i, a in enumerate(self.history))
+        return _betting_text(tuple(self.history))
 
     def _observe(self, player: int) -> str:
-        seat = "first" if player == 0 else "second"
-        title = (
-            f"Kuhn poker, hand {self.hand} of {self.rounds}" if self.rounds > 1 else "Kuhn poker"
+        return _observation(
+            player,
+            self.rounds,
+            self.hand,
+            self.previous,
+            self.outcome,
+            self.net if player == 0 else -self.net,
+            self.cards[player],
+            self.chips[player],
+            self.chips[1 - player],
+            tuple(self.history),
+            player == self.current,
         )
-        lines = [f"{title}. You are player_{player} and act {seat}."]
-        mine = self.net if player == 0 else -self.net
-        if self.previous and not self.outcome:
-            lines.append(
-                f"Hand {self.hand - 1} result: {self.previous}. Your chips so far: {mine:+d}."
-            )
-        lines += [
-            f"Your card: {CARD_NAMES[self.cards[player]]}.",
-            f"Pot: {sum(self.chips)} chips (you put in {self.chips[player]}, "
-            f"your opponent {self.chips[1 - player]}). Betting so far: {self._betting()}.",
-        ]
-        if self.outcome:
-            total = f" You finish with {mine:+d} chips." if self.rounds > 1 else ""
-            lines.append(f"Game over: {self.outcome}.{total}")
-        elif player != self.current:
-            lines.append("Waiting for your opponent.")
-        else:
-            legal = self._legal(player)
-            lines.append(
-                f"Your move: {legal[0]} or {legal[1]}. Reply in answer tags, "
-                f"e.g. <answer>{legal[0]}</answer>."
-            )
-        return "\n".join(lines)
 
     def _public_key(self) -> str:
         return f"h{self.hand}:{','.join(self.history) or '-'}"
@@ -307,6 +293,64 @@ class KuhnPoker(MultiAgentTextEnv):
 
 _DEALS = tuple((a, b) for a in range(3) for b in range(3) if a != b)
 _PAST = {"check": "checks", "bet": "bets", "call": "calls", "fold": "folds"}
+#: The end of each seat's first observation line.
+_SEATS = (". You are player_0 and act first.", ". You are player_1 and act second.")
+
+
+@lru_cache(maxsize=64)
+def _betting_text(history: tuple[str, ...]) -> str:
+    """The betting so far as observations say it (few histories exist: cached)."""
+    if not history:
+        return "none"
+    return ", ".join(f"player_{i % 2} {_PAST[a]}" for i, a in enumerate(history))
+
+
+def _move_prompt(first: str, second: str) -> str:
+    return f"Your move: {first} or {second}. Reply in answer tags, e.g. <answer>{first}</answer>."
+
+
+#: The prompts of the two decisions a player meets: no bet pending, or facing one.
+_MOVE_PROMPTS = {pair: _move_prompt(*pair) for pair in (("check", "bet"), ("call", "fold"))}
+
+
+@lru_cache(maxsize=1 << 12)
+def _observation(
+    player: int,
+    rounds: int,
+    hand: int,
+    previous: str,
+    outcome: str,
+    mine: int,
+    card: int,
+    mine_in: int,
+    theirs_in: int,
+    history: tuple[str, ...],
+    to_move: bool,
+) -> str:
+    """What `player` sees (`KuhnPoker._observe`), from everything it shows; a
+    one-hand game has few such states, so most come from the cache. `mine` is
+    the player's net chips from finished hands, `mine_in`/`theirs_in` the chips
+    in the pot, `to_move` whether it is the player's turn."""
+    if rounds > 1:
+        head = f"Kuhn poker, hand {hand} of {rounds}{_SEATS[player]}"
+    else:
+        head = f"Kuhn poker{_SEATS[player]}"
+    if previous and not outcome:
+        head += f"\nHand {hand - 1} result: {previous}. Your chips so far: {mine:+d}."
+    if outcome:
+        total = f" You finish with {mine:+d} chips." if rounds > 1 else ""
+        tail = f"Game over: {outcome}.{total}"
+    elif not to_move:
+        tail = "Waiting for your opponent."
+    else:  # the legal moves (KuhnPoker._legal_actions) follow from the betting
+        tail = _MOVE_PROMPTS[
+            ("call", "fold") if history and history[-1] == "bet" else ("check", "bet")
+        ]
+    return (
+        f"{head}\nYour card: {CARD_NAMES[card]}.\n"
+        f"Pot: {mine_in + theirs_in} chips (you put in {mine_in}, "
+        f"your opponent {theirs_in}). Betting so far: {_betting_text(history)}.\n{tail}"
+    )
 
 
 def _parse_deals(cards: Any, rounds: int) -> list[list[int]]:

@@ -17,6 +17,8 @@ LINES_THROUGH = tuple(tuple(line for line in LINES if cell in line) for cell in 
 OTHER_MARK = {"X": "O", "O": "X"}
 #: The name of each cell's move: "1" to "9".
 _LABELS = tuple(str(cell + 1) for cell in range(9))
+#: Where each cell is in the grid text: rows " 1 | 2 | 3" joined by "\n---+---+---\n".
+_GRID_AT = tuple(23 * (cell // 3) + 1 + 4 * (cell % 3) for cell in range(9))
 
 
 # The rules, written once: the game and its minimax solver both use them.
@@ -29,8 +31,9 @@ def result_of_move(board: Sequence[str], cell: int) -> int | None:
     """After a mark at `cell`: 1 if it completed a line (its player wins), 0 if
     the board is full (a draw), None while the game goes on."""
     mark = board[cell]
-    if any(board[a] == board[b] == board[c] == mark for a, b, c in LINES_THROUGH[cell]):
-        return 1
+    for a, b, c in LINES_THROUGH[cell]:  # a loop, not any(): it runs on every move
+        if board[a] == board[b] == board[c] == mark:
+            return 1
     if " " not in board:
         return 0
     return None
@@ -84,6 +87,10 @@ class TicTacToe(MarkGame):
         "is_parallelizable": False,
     }
     default_max_moves: ClassVar[int] = 9
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("_texts_cache",)
+    lower_case_moves: ClassVar[bool] = True
+    #: `_texts()` of the state `_version` names (a cache, not game state).
+    _texts_cache: tuple[int, str, str] = (-1, "", "")
     system_prompt: ClassVar[str] = (
         "You are playing TicTacToe. Cells are numbered 1-9, left to right, top to "
         "bottom. Reply with the number of an empty cell in answer tags, e.g. "
@@ -102,6 +109,12 @@ class TicTacToe(MarkGame):
         cell = int(action) - 1
         mark = MARKS[player]
         self.board[cell] = mark
+        version, grid, key = self._texts_cache
+        if version == self._version - 1:  # the texts of the state before this move
+            at = _GRID_AT[cell]
+            grid = f"{grid[:at]}{mark}{grid[at + 1 :]}"
+            key = f"{key[:cell]}{mark}{key[cell + 1 :]}"
+            self._texts_cache = (self._version, grid, key)
         self.last_move = f"{mark} took cell {action}"
         self.current = 1 - player
         result = result_of_move(self.board, cell)
@@ -113,13 +126,23 @@ class TicTacToe(MarkGame):
             return {0: 0.0, 1: 0.0}
         return None
 
+    def _texts(self) -> tuple[str, str]:
+        """`_grid()` and `_state_key()` without its mark, once per game state
+        (a move patches the previous state's texts: one cell changes)."""
+        version, grid, key = self._texts_cache
+        if version != self._version:
+            cells = [c if c != " " else str(i + 1) for i, c in enumerate(self.board)]
+            rows = [" " + " | ".join(cells[r * 3 : r * 3 + 3]) for r in range(3)]
+            grid = "\n---+---+---\n".join(rows)
+            key = "".join(c if c != " " else "." for c in self.board)
+            self._texts_cache = (self._version, grid, key)
+        return grid, key
+
     def _grid(self) -> str:
-        cells = [c if c != " " else str(i + 1) for i, c in enumerate(self.board)]
-        rows = [" " + " | ".join(cells[r * 3 : r * 3 + 3]) for r in range(3)]
-        return "\n---+---+---\n".join(rows)
+        return self._texts()[0]
 
     def _state_key(self) -> str:
-        return "".join(c if c != " " else "." for c in self.board) + f":{MARKS[self.current]}"
+        return f"{self._texts()[1]}:{MARKS[self.current]}"
 
     def _render_text(self) -> str:
         return self._grid()

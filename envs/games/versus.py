@@ -128,10 +128,11 @@ class VersusEnv(TextEnv):
         game, agent = self._game, self._agent
         game.step(action)
         valid = game.infos[agent]["action_valid"]
-        if valid and not game.game_over:
-            self._play_opponents()
-        reward = game._cumulative_rewards[agent]
         over = game.game_over
+        if valid and not over:
+            self._play_opponents()
+            over = game.game_over
+        reward = game._cumulative_rewards[agent]
         key = "result" if over else ("format" if not valid else "move")
         return Turn(
             observation=game.observe(agent),
@@ -156,7 +157,8 @@ class VersusEnv(TextEnv):
         if choice == "optimal" or (choice == "mixed" and rng.random() < 0.5):
             move = game.optimal_action(game.possible_agents.index(agent), rng)
         else:
-            legal = game.legal_actions(agent)
+            # game.legal_actions(agent), without its copy: the opponent is to move.
+            legal = game._legal(game.possible_agents.index(agent))
             move = legal[int(rng.integers(len(legal)))]
         return f"<answer>{move}</answer>"
 
