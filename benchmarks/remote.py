@@ -122,9 +122,11 @@ def remote_env_steps(address: ServerAddress, steps: int) -> tuple[list[float], f
 
 
 async def async_sessions(
-    address: ServerAddress, sessions: int, steps_per_session: int
-) -> tuple[list[float], float, int]:
-    """`sessions` concurrent sessions, each stepping back to back; (latencies, wall, errors).
+    address: ServerAddress, sessions: int, steps_per_session: int, pid: int | None = None
+) -> tuple[list[float], float, int, float]:
+    """`sessions` concurrent sessions, each stepping back to back; (latencies, wall,
+    errors, CPU seconds the server process `pid` spent while the clock ran (0.0
+    without a pid)).
 
     Every session is open and reset before the clock starts.
     """
@@ -178,10 +180,22 @@ async def async_sessions(
     tasks = [asyncio.create_task(one(i)) for i in range(sessions)]
     while arrived < sessions:
         await asyncio.sleep(0.01)
+    cpu_before = _cpu_seconds(pid)
     start.set()
     begin = time.perf_counter()
     await asyncio.gather(*tasks)
-    return latencies, time.perf_counter() - begin, errors
+    wall = time.perf_counter() - begin
+    return latencies, wall, errors, _cpu_seconds(pid) - cpu_before
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """User plus system CPU seconds of process `pid` so far (0.0 for None)."""
+    if pid is None:
+        return 0.0
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
 
 
 def server_rows(section: str, transport: str, address: ServerAddress, args) -> list[Row]:
@@ -191,7 +205,7 @@ def server_rows(section: str, transport: str, address: ServerAddress, args) -> l
     rows = [Row(section, "RemoteEnv.step", transport, 1, latencies, busy, errors)]
     for sessions in args.sessions:
         per_session = max(args.steps // sessions, 10)
-        latencies, wall, errors = asyncio.run(async_sessions(address, sessions, per_session))
+        latencies, wall, errors, _ = asyncio.run(async_sessions(address, sessions, per_session))
         rows.append(Row(section, "asyncio client", transport, sessions, latencies, wall, errors))
     refused = _health(address)["sessions_refused"]
     if refused:
@@ -250,6 +264,127 @@ def section_vector(args: argparse.Namespace) -> list[Row]:
 VECTOR_RESULTS: list[dict] = []
 
 
+# ---------------------------------------------------------------- openenv
+@dataclass
+class Measured:
+    """One server at one session count in one round of the openenv section."""
+
+    server: str
+    sessions: int
+    steps_per_s: float
+    p50: float
+    p99: float
+    #: the server process's CPU seconds per 1,000 steps
+    cpu_per_1k: float
+    errors: int
+
+
+OPENENV_RESULTS: list[Measured] = []
+
+
+def openenv_servers(most: int) -> dict[str, list[str]]:
+    """The servers the openenv section compares, each the command that starts it."""
+    from envgym.remote.launcher import serve_command
+
+    cli = [sys.executable, "-m", "envgym"]
+    script = [sys.executable, str(Path(__file__).resolve().parent / "openenv_server.py")]
+    limit = ["--port", "0", "--max-sessions", str(most)]
+    return {
+        "envgym serve": cli + serve_command(ENV_ID, port=0, max_sessions=most),
+        "envgym --calls threads": cli
+        + serve_command(ENV_ID, port=0, max_sessions=most, calls="threads"),
+        "openenv sync": script + ["sync", *limit],
+        "openenv async": script + ["async", *limit],
+    }
+
+
+def section_openenv(args: argparse.Namespace) -> list[Row]:
+    """envgym serve (declared-fast steps on the loop, and every call on a thread)
+    against OpenEnv's server (benchmarks/openenv_server.py) in its default (sync)
+    and async-step modes: same env, same client, each its own process on TCP;
+    servers take turns in every round (the order rotates), medians reported."""
+    from envgym.remote.launcher import ServerProcess
+
+    sessions = args.openenv_sessions
+    commands = openenv_servers(max(sessions))
+    servers: dict[str, ServerProcess] = {}
+    try:
+        for name, argv in commands.items():
+            servers[name] = ServerProcess(argv)
+            asyncio.run(async_sessions(servers[name].address, 8, 50))  # warm up
+        names = list(servers)
+        for round_ in range(args.rounds):
+            print(f"  openenv round {round_ + 1}/{args.rounds}", file=sys.stderr, flush=True)
+            order = names[round_ % len(names) :] + names[: round_ % len(names)]
+            for count in sessions:
+                for name in order:
+                    server = servers[name]
+                    per_session = max(args.openenv_steps // count, 10)
+                    latencies, wall, errors, cpu = asyncio.run(
+                        async_sessions(server.address, count, per_session, server.process.pid)
+                    )
+                    row = Row("openenv", name, "tcp", count, latencies, wall, errors)
+                    OPENENV_RESULTS.append(
+                        Measured(
+                            name,
+                            count,
+                            row.steps_per_s,
+                            row.p50,
+                            row.p99,
+                            1000 * cpu / max(len(latencies), 1),
+                            errors,
+                        )
+                    )
+    finally:
+        for server in servers.values():
+            server.stop()
+    return []
+
+
+def openenv_report(results: list[Measured]) -> list[str]:
+    """The openenv section's table (medians over rounds) and its verdicts."""
+
+    def median(name: str, count: int, field: str) -> float:
+        return float(
+            np.median(
+                [getattr(m, field) for m in results if (m.server, m.sessions) == (name, count)]
+            )
+        )
+
+    names = list(dict.fromkeys(m.server for m in results))
+    counts = sorted({m.sessions for m in results})
+    rounds = len(results) // max(len(names) * len(counts), 1)
+    lines = [
+        f"OpenEnv comparison ({ENV_ID}, TCP, median of {rounds} interleaved rounds):",
+        "",
+        "| server | sessions | steps/s | p50 ms | p99 ms | server CPU s / 1k steps | errors |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for count in counts:
+        for name in names:
+            errors = sum(m.errors for m in results if (m.server, m.sessions) == (name, count))
+            lines.append(
+                f"| {name} | {count} | {median(name, count, 'steps_per_s'):,.0f} | "
+                f"{median(name, count, 'p50'):.2f} | {median(name, count, 'p99'):.2f} | "
+                f"{median(name, count, 'cpu_per_1k'):.3f} | {errors} |"
+            )
+    lines.append("")
+    for count in counts:
+        for rival in ("openenv async", "openenv sync"):
+            if rival not in names or "envgym serve" not in names:
+                continue
+            speed = median("envgym serve", count, "steps_per_s") / median(
+                rival, count, "steps_per_s"
+            )
+            p99 = median("envgym serve", count, "p99") / median(rival, count, "p99")
+            met = "at or above" if speed >= 1.0 and p99 <= 1.0 else "NOT at or above"
+            lines.append(
+                f"- {count} sessions: envgym serve {speed:.2f}x {rival}'s steps/s, p99 "
+                f"{p99:.2f}x its p99: {met}"
+            )
+    return lines
+
+
 def _health(address: ServerAddress) -> dict:
     from envgym.remote.client import fetch_json
 
@@ -261,6 +396,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "server": section_server,
     "container": section_container,
     "vector": section_vector,
+    "openenv": section_openenv,
 }
 
 
@@ -301,9 +437,16 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5000, help="timed steps per row")
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 32, 256])
     parser.add_argument("--quick", action="store_true", help="1000 steps per row")
+    parser.add_argument("--openenv-sessions", type=int, nargs="+", default=[32, 128], metavar="N")
+    parser.add_argument(
+        "--openenv-steps", type=int, default=12_800, help="timed steps per openenv row"
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="openenv section rounds")
     args = parser.parse_args()
     if args.quick:
         args.steps = 1000
+        args.openenv_steps = min(args.openenv_steps, 3200)
+        args.rounds = min(args.rounds, 3)
     chosen = args.section or list(SECTIONS)
     rows: list[Row] = []
     for name in chosen:
@@ -317,6 +460,9 @@ def main() -> None:
     print(table(rows))
     print()
     print("\n".join(verdicts(rows)))
+    if OPENENV_RESULTS:
+        print()
+        print("\n".join(openenv_report(OPENENV_RESULTS)))
     for result in VECTOR_RESULTS:
         print(
             f"- TextVectorEnv, 32 envs: sync {result['sync']:,.0f} env steps/s, subprocess "

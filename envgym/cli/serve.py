@@ -87,6 +87,15 @@ def add_commands(sub: Any) -> None:
         "a CALL_TIMEOUT error; the call finishes in the background; 0: no limit (default: 60)",
     )
     p.add_argument(
+        "--calls",
+        choices=("auto", "threads"),
+        default="auto",
+        help="where env calls run: 'auto' steps envs that declare fast_calls (pure Python, "
+        "bounded: Sokoban, the games) on the event loop and the rest on threads; 'threads' "
+        "runs every call on a thread, so even a declared-fast env that hangs stalls only its "
+        "own session (default: auto)",
+    )
+    p.add_argument(
         "--max-message-bytes",
         metavar="N",
         type=int_at_least(1024, "a message limit is >= 1024 bytes"),
@@ -155,6 +164,7 @@ def run_serve(args: argparse.Namespace) -> int:
             ping_interval_s=args.ping_interval or None,
             ping_timeout_s=args.ping_timeout or None,
             exit_after_sessions=args.exit_after,
+            calls=args.calls,
             log_level=args.log_level,
             on_ready=ready,
         )

@@ -9,7 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ServerConfig", "ServerStartError"]
+__all__ = ["CALL_MODES", "ServerConfig", "ServerStartError"]
+
+#: How a server runs env calls: ``auto`` steps envs that declare ``fast_calls``
+#: on the event loop and everything else on threads; ``threads`` runs every call
+#: on a thread (see `envgym.remote.server`).
+CALL_MODES = ("auto", "threads")
 
 
 class ServerStartError(RuntimeError):
@@ -42,6 +47,8 @@ class ServerConfig:
     #: stop the server once it has served this many sessions and none is open
     #: (a server for one client, which may die without a word); None: never.
     exit_after_sessions: int | None = None
+    #: one of `CALL_MODES`: ``threads`` keeps even declared-fast envs off the event loop.
+    calls: str = "auto"
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_sessions, int) or self.max_sessions < 1:
@@ -58,6 +65,8 @@ class ServerConfig:
             raise ValueError(f"max_message_bytes must be a whole number >= 1024, got {limit!r}")
         if not isinstance(self.send_privileged, bool):
             raise ValueError(f"send_privileged must be True or False, got {self.send_privileged!r}")
+        if self.calls not in CALL_MODES:
+            raise ValueError(f"calls must be one of {list(CALL_MODES)}, got {self.calls!r}")
 
     @property
     def idle_timeout(self) -> float | None:

@@ -123,6 +123,7 @@ def serve(
     ping_interval_s: float | None = 20.0,
     ping_timeout_s: float | None = 20.0,
     exit_after_sessions: int | None = None,
+    calls: str = "auto",
     log_level: str = "warning",
     on_ready: Callable[[ServerAddress], None] | None = None,
 ) -> None:
@@ -143,6 +144,7 @@ def serve(
         ping_interval_s=ping_interval_s,
         ping_timeout_s=ping_timeout_s,
         exit_after_sessions=exit_after_sessions,
+        calls=calls,
     )
     _app_server(_env_server(config), host, port, uds, log_level, on_ready).run()
 
@@ -200,12 +202,13 @@ def serve_command(
     exit_after_sessions: int | None = None,
     send_privileged: bool = False,
     call_timeout_s: float | None = None,
+    calls: str | None = None,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The arguments after ``envgym`` that serve `env_id` (for a subprocess or a container).
 
     None leaves a limit at ``envgym serve``'s default; `send_privileged` adds
-    ``--send-privileged``.
+    ``--send-privileged``; `calls` ``"threads"`` adds ``--calls threads``.
     """
     args = ["serve", env_id]
     if uds is not None:
@@ -222,6 +225,8 @@ def serve_command(
         args += ["--call-timeout", f"{call_timeout_s:g}"]
     if send_privileged:
         args += ["--send-privileged"]
+    if calls is not None:
+        args += ["--calls", calls]
     if env_kwargs:
         args += ["--kwargs", json.dumps(to_jsonable(dict(env_kwargs)))]
     return args + list(extra_args)
@@ -292,7 +297,7 @@ def serve_in_subprocess(
     """Run ``envgym serve`` (this interpreter, ``-m envgym``) while the block runs.
 
     `options` are `serve_command`'s (host, port, uds, max_sessions, idle_timeout_s,
-    send_privileged, call_timeout_s, extra_args); the port defaults to 0, a free
+    send_privileged, call_timeout_s, calls, extra_args); the port defaults to 0, a free
     one. Yields the `ServerProcess`.
     """
     argv = [sys.executable, "-m", "envgym", *serve_command(env_id, env_kwargs, **options)]

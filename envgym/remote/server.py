@@ -18,13 +18,15 @@ What a server guards:
   (``envgym serve ID --send-privileged``); ``GET /schema`` and ``GET /health``
   say which (``send_privileged``), and `RemoteEnv.privileged_sent` reads it.
 - The event loop. Env calls (make, reset, step, close) run on threads
-  (`envgym.remote.threads`), never on the loop, each session's one at a time
-  and in order, so a slow env stalls only its own session. A call that takes
+  (`envgym.remote.threads`), each session's one at a time and in order, so a
+  slow env stalls only its own session. A call that takes
   longer than ``call_timeout_s`` (``--call-timeout``, 60 s by default) is
   answered with a CALL_TIMEOUT error frame and the session is closed (code
   4504): an env stopped mid-call cannot be trusted. Python cannot stop a
   thread, so the call runs on in the background until it returns and then the
   env is closed; ``GET /health`` counts such calls (``calls_past_deadline``).
+  Steps of envs that declare ``fast_calls`` run on the loop instead, unless
+  the server runs with ``calls="threads"`` (see `envgym.remote.inline`).
 - Memory. A client message longer than `max_message_bytes` (the longest
   action the env's space holds plus 64 KiB; ``--max-message-bytes``) closes
   its session with code 1009 before it is read whole (the launcher sets
@@ -49,6 +51,7 @@ import gymnasium as gym
 
 from envgym.registry import get_spec, load_entry_point
 from envgym.remote.config import ServerConfig, ServerStartError
+from envgym.remote.inline import InlineCalls
 from envgym.remote.messages import (
     BadRequest,
     HealthReply,
@@ -81,6 +84,7 @@ from envgym.remote.sessions import (
     Session,
     close_env_of,
     close_env_quietly,
+    declares_fast_calls,
     make_env,
     open_env,
     timed_out_message,
@@ -120,6 +124,7 @@ class EnvServer:
         #: sessions with an env call in flight, for the deadline watch
         self._calling: set[Session] = set()
         self._threads: EnvThreads | None = None  # made with the loop, in lifespan
+        self._inline = InlineCalls(config.env_id, enabled=config.calls == "auto")
         #: called once `config.exit_after_sessions` sessions have ended (stops the server)
         self.on_done: Callable[[], None] | None = None
         self.app = self._build_app()
@@ -239,6 +244,7 @@ class EnvServer:
                 await websocket.send_text(error_reply(ErrorCode.FACTORY_ERROR, str(exc)))
                 await websocket.close(CLOSE_SERVER_ERROR, "could not make the env")
                 return
+            session.inline = self._inline.enabled and declares_fast_calls(session.env)
             session.busy = False
             session.last_active = time.monotonic()
             while True:
@@ -388,9 +394,11 @@ class EnvServer:
             return error_reply(ErrorCode.RESET_NEEDED, text)
         assert session.env is not None
         try:
-            obs, reward, terminated, truncated, info = await self._run(
-                session, "env.step()", session.env.step, action
-            )
+            if self._inline.admits(session, action):
+                result = self._inline.run(session, "env.step()", session.env.step, action)
+            else:
+                result = await self._run(session, "env.step()", session.env.step, action)
+            obs, reward, terminated, truncated, info = result
         except CallTimedOut:
             raise
         except gym.error.ResetNeeded as exc:

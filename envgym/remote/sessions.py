@@ -26,6 +26,7 @@ __all__ = [
     "Session",
     "close_env_of",
     "close_env_quietly",
+    "declares_fast_calls",
     "make_env",
     "open_env",
     "timed_out_message",
@@ -60,11 +61,18 @@ class Session:
         #: a call that ran past its deadline and may still be running
         self.late_call: asyncio.Future[Any] | None = None
         self.last_active = time.monotonic()
+        #: steps run on the event loop (the env declares fast calls and has not overrun)
+        self.inline = False
 
 
 def open_env(session: Session, config: ServerConfig) -> None:
     """Make the session's env (on its thread, so a late close still finds it)."""
     session.env = make_env(config.env_id, config.env_kwargs, checked=False)
+
+
+def declares_fast_calls(env: gym.Env) -> bool:
+    """Whether `env` (under its wrappers) promises short, bounded calls (``fast_calls``)."""
+    return getattr(env.unwrapped, "fast_calls", False) is True
 
 
 def close_env_of(session: Session) -> None:
