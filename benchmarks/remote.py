@@ -180,12 +180,17 @@ async def async_sessions(
     tasks = [asyncio.create_task(one(i)) for i in range(sessions)]
     while arrived < sessions:
         await asyncio.sleep(0.01)
-    cpu_before = _cpu_seconds(pid)
+    cpu_before, client_before = _cpu_seconds(pid), time.process_time()
     start.set()
     begin = time.perf_counter()
     await asyncio.gather(*tasks)
     wall = time.perf_counter() - begin
+    CLIENT_CPU.append(time.process_time() - client_before)
     return latencies, wall, errors, _cpu_seconds(pid) - cpu_before
+
+
+#: the CPU seconds this process (the client) spent in each `async_sessions` run's timed part
+CLIENT_CPU: list[float] = []
 
 
 def _cpu_seconds(pid: int | None) -> float:
@@ -274,8 +279,9 @@ class Measured:
     steps_per_s: float
     p50: float
     p99: float
-    #: the server process's CPU seconds per 1,000 steps
+    #: the server process's CPU seconds per 1,000 steps, and the client's
     cpu_per_1k: float
+    client_cpu_per_1k: float
     errors: int
 
 
@@ -332,6 +338,7 @@ def section_openenv(args: argparse.Namespace) -> list[Row]:
                             row.p50,
                             row.p99,
                             1000 * cpu / max(len(latencies), 1),
+                            1000 * CLIENT_CPU[-1] / max(len(latencies), 1),
                             errors,
                         )
                     )
@@ -357,8 +364,9 @@ def openenv_report(results: list[Measured]) -> list[str]:
     lines = [
         f"OpenEnv comparison ({ENV_ID}, TCP, median of {rounds} interleaved rounds):",
         "",
-        "| server | sessions | steps/s | p50 ms | p99 ms | server CPU s / 1k steps | errors |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| server | sessions | steps/s | p50 ms | p99 ms | server CPU s / 1k steps "
+        "| client CPU s / 1k steps | errors |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for count in counts:
         for name in names:
@@ -366,7 +374,8 @@ def openenv_report(results: list[Measured]) -> list[str]:
             lines.append(
                 f"| {name} | {count} | {median(name, count, 'steps_per_s'):,.0f} | "
                 f"{median(name, count, 'p50'):.2f} | {median(name, count, 'p99'):.2f} | "
-                f"{median(name, count, 'cpu_per_1k'):.3f} | {errors} |"
+                f"{median(name, count, 'cpu_per_1k'):.3f} | "
+                f"{median(name, count, 'client_cpu_per_1k'):.3f} | {errors} |"
             )
     lines.append("")
     for count in counts:

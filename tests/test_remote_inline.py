@@ -84,7 +84,7 @@ def thread_of(ws, action: str = "move") -> str:
     return step(ws, action)["observation"]["info"]["thread"]
 
 
-#: a budget no quick step overruns, even on a loaded machine (the default is 10 ms)
+#: budgets no quick step overruns, even on a loaded machine (the defaults are 10 and 100 ms)
 ROOMY_BUDGET_S = 0.25
 
 
@@ -92,6 +92,7 @@ def test_a_declared_fast_env_that_turns_slow_moves_to_threads(
     fast_sleepy_id, tmp_path, caplog, monkeypatch
 ):
     monkeypatch.setattr(InlineCalls, "BUDGET_S", ROOMY_BUDGET_S)
+    monkeypatch.setattr(InlineCalls, "BLOCKED_S", ROOMY_BUDGET_S)
     caplog.set_level(logging.WARNING, logger="envgym.remote")
     with serve_in_background(fast_sleepy_id, uds=tmp_path / "fast.sock") as address:
         with open_ws(address) as slow, open_ws(address) as quick:
@@ -121,7 +122,7 @@ def test_a_declared_fast_env_that_turns_slow_moves_to_threads(
 
 def test_after_a_few_overruns_every_session_moves_to_threads(fast_sleepy_id, tmp_path, caplog):
     caplog.set_level(logging.WARNING, logger="envgym.remote")
-    over = InlineCalls.BUDGET_S * 3
+    over = InlineCalls.BLOCKED_S * 1.5
     with serve_in_background(fast_sleepy_id, uds=tmp_path / "overruns.sock") as address:
         for _ in range(InlineCalls.OVERRUNS):
             with open_ws(address) as ws:
@@ -147,6 +148,7 @@ def test_a_long_action_to_a_declared_fast_env_runs_on_a_thread(
     fast_sleepy_id, tmp_path, monkeypatch
 ):
     monkeypatch.setattr(InlineCalls, "BUDGET_S", ROOMY_BUDGET_S)
+    monkeypatch.setattr(InlineCalls, "BLOCKED_S", ROOMY_BUDGET_S)
     with serve_in_background(fast_sleepy_id, uds=tmp_path / "long.sock") as address:
         with open_ws(address) as ws:
             ask(ws, {"type": "reset", "data": {"seed": 0}})
@@ -181,3 +183,17 @@ def test_hostile_replies_to_a_declared_fast_env_are_answered_as_in_process(tmp_p
             # The session goes on as usual.
             ask(ws, {"type": "reset", "data": {"seed": 0}})
             assert step(ws, "<answer>Up</answer>")["observation"]["info"]["turn"] == 1
+
+
+def test_messages_sent_without_waiting_are_all_answered_in_order(fast_sleepy_id, tmp_path):
+    # The server reads on while a session's messages wait (envgym.remote.wire) and
+    # stops reading once a few pile up; every one is answered, in order.
+    with serve_in_background(fast_sleepy_id, uds=tmp_path / "pipelined.sock") as address:
+        with open_ws(address) as ws:
+            ask(ws, {"type": "reset", "data": {"seed": 0}})
+            for turn in range(200):
+                ws.send(json.dumps({"type": "step", "data": {"action": f"move {turn}"}}))
+            texts = [
+                json.loads(ws.recv(timeout=30))["data"]["observation"]["text"] for _ in range(200)
+            ]
+            assert texts == [f"did move {turn}" for turn in range(200)]

@@ -77,6 +77,8 @@ def _app_server(
         if on_ready is not None:
             on_ready(_address_of(served.sock))
 
+    from envgym.remote.wire import WebSocketProtocol
+
     try:
         served = app_server(
             server.app,
@@ -85,7 +87,7 @@ def _app_server(
             uds=uds,
             on_ready=ready,
             log_level=log_level,
-            ws="websockets-sansio",
+            ws=WebSocketProtocol,  # websockets-sansio, reading on while sessions wait
             # Deflate costs more than it saves on short text over a local link.
             ws_per_message_deflate=False,
             ws_ping_interval=server.config.ping_interval_s,
