@@ -16,6 +16,16 @@ One run, one table. Sections (pick with ``--section``, default all):
   reason, when Docker or the image is missing).
 - ``vector``: `TextVectorEnv` with 32 envs, sync against subprocess workers,
   on hard Sokoban (see ``benchmarks/vector.py``).
+- ``openenv``: ``envgym serve`` (declared-fast steps on its event loop, and
+  with ``--calls threads``) against OpenEnv's own server (openenv-core, a
+  benchmark-only dependency; ``benchmarks/openenv_server.py``) in its default
+  mode (``step`` on a thread) and its async mode (``step_async`` awaited on
+  its loop), at 32 and 128 sessions (``--openenv-sessions``): each server its
+  own process on TCP, started before the first round, the same client as
+  ``server``; ``--rounds`` rounds (default 5), the servers' order rotating,
+  medians reported, with each server process's CPU seconds per 1,000 steps
+  (psutil) and the client's. Target: envgym at or above OpenEnv's async mode
+  in steps/s and p99.
 
 A new section is a function ``(args) -> list[Row]`` added to `SECTIONS`.
 
@@ -27,6 +37,7 @@ same cores here.
     python benchmarks/remote.py                 # everything
     python benchmarks/remote.py --quick         # fewer steps
     python benchmarks/remote.py --section server --sessions 1 32
+    python benchmarks/remote.py --section openenv --rounds 5
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+from openenv_compare import Measured, openenv_report, openenv_servers
 
 import envgym  # noqa: F401  (registers the ids)
 from envgym.remote import RemoteEnv, ServerAddress, serve_in_subprocess
@@ -270,38 +282,7 @@ VECTOR_RESULTS: list[dict] = []
 
 
 # ---------------------------------------------------------------- openenv
-@dataclass
-class Measured:
-    """One server at one session count in one round of the openenv section."""
-
-    server: str
-    sessions: int
-    steps_per_s: float
-    p50: float
-    p99: float
-    #: the server process's CPU seconds per 1,000 steps, and the client's
-    cpu_per_1k: float
-    client_cpu_per_1k: float
-    errors: int
-
-
 OPENENV_RESULTS: list[Measured] = []
-
-
-def openenv_servers(most: int) -> dict[str, list[str]]:
-    """The servers the openenv section compares, each the command that starts it."""
-    from envgym.remote.launcher import serve_command
-
-    cli = [sys.executable, "-m", "envgym"]
-    script = [sys.executable, str(Path(__file__).resolve().parent / "openenv_server.py")]
-    limit = ["--port", "0", "--max-sessions", str(most)]
-    return {
-        "envgym serve": cli + serve_command(ENV_ID, port=0, max_sessions=most),
-        "envgym --calls threads": cli
-        + serve_command(ENV_ID, port=0, max_sessions=most, calls="threads"),
-        "openenv sync": script + ["sync", *limit],
-        "openenv async": script + ["async", *limit],
-    }
 
 
 def section_openenv(args: argparse.Namespace) -> list[Row]:
@@ -312,7 +293,7 @@ def section_openenv(args: argparse.Namespace) -> list[Row]:
     from envgym.remote.launcher import ServerProcess
 
     sessions = args.openenv_sessions
-    commands = openenv_servers(max(sessions))
+    commands = openenv_servers(ENV_ID, max(sessions))
     servers: dict[str, ServerProcess] = {}
     try:
         for name, argv in commands.items():
@@ -346,52 +327,6 @@ def section_openenv(args: argparse.Namespace) -> list[Row]:
         for server in servers.values():
             server.stop()
     return []
-
-
-def openenv_report(results: list[Measured]) -> list[str]:
-    """The openenv section's table (medians over rounds) and its verdicts."""
-
-    def median(name: str, count: int, field: str) -> float:
-        return float(
-            np.median(
-                [getattr(m, field) for m in results if (m.server, m.sessions) == (name, count)]
-            )
-        )
-
-    names = list(dict.fromkeys(m.server for m in results))
-    counts = sorted({m.sessions for m in results})
-    rounds = len(results) // max(len(names) * len(counts), 1)
-    lines = [
-        f"OpenEnv comparison ({ENV_ID}, TCP, median of {rounds} interleaved rounds):",
-        "",
-        "| server | sessions | steps/s | p50 ms | p99 ms | server CPU s / 1k steps "
-        "| client CPU s / 1k steps | errors |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for count in counts:
-        for name in names:
-            errors = sum(m.errors for m in results if (m.server, m.sessions) == (name, count))
-            lines.append(
-                f"| {name} | {count} | {median(name, count, 'steps_per_s'):,.0f} | "
-                f"{median(name, count, 'p50'):.2f} | {median(name, count, 'p99'):.2f} | "
-                f"{median(name, count, 'cpu_per_1k'):.3f} | "
-                f"{median(name, count, 'client_cpu_per_1k'):.3f} | {errors} |"
-            )
-    lines.append("")
-    for count in counts:
-        for rival in ("openenv async", "openenv sync"):
-            if rival not in names or "envgym serve" not in names:
-                continue
-            speed = median("envgym serve", count, "steps_per_s") / median(
-                rival, count, "steps_per_s"
-            )
-            p99 = median("envgym serve", count, "p99") / median(rival, count, "p99")
-            met = "at or above" if speed >= 1.0 and p99 <= 1.0 else "NOT at or above"
-            lines.append(
-                f"- {count} sessions: envgym serve {speed:.2f}x {rival}'s steps/s, p99 "
-                f"{p99:.2f}x its p99: {met}"
-            )
-    return lines
 
 
 def _health(address: ServerAddress) -> dict:
@@ -465,13 +400,14 @@ def main() -> None:
         f"# {ENV_ID} (easy) over WebSocket: Python {platform.python_version()}, "
         f"{platform.machine()}, load average {_load()}"
     )
-    print()
-    print(table(rows))
-    print()
-    print("\n".join(verdicts(rows)))
+    if rows:
+        print()
+        print(table(rows))
+        print()
+        print("\n".join(verdicts(rows)))
     if OPENENV_RESULTS:
         print()
-        print("\n".join(openenv_report(OPENENV_RESULTS)))
+        print("\n".join(openenv_report(ENV_ID, OPENENV_RESULTS)))
     for result in VECTOR_RESULTS:
         print(
             f"- TextVectorEnv, 32 envs: sync {result['sync']:,.0f} env steps/s, subprocess "
