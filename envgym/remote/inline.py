@@ -31,12 +31,16 @@ every call on a thread.
 from __future__ import annotations
 
 import logging
-import resource
 import time
 from collections.abc import Callable
 from typing import Any
 
 from envgym.remote.sessions import Session
+
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None  # type: ignore[assignment]
 
 __all__ = ["InlineCalls"]
 
@@ -76,7 +80,7 @@ class InlineCalls:
             if took > self.BUDGET_S and self._env_took(took, usage):
                 self._overran(session, call, took)
 
-    def _env_took(self, took: float, before: resource.struct_rusage | None) -> bool:
+    def _env_took(self, took: float, before: Any) -> bool:
         """Whether a call that took `took` seconds of wall clock worked or blocked
         past its budget, rather than lost the CPU to other processes."""
         after = _usage()
@@ -110,7 +114,7 @@ class InlineCalls:
             )
 
 
-def _usage() -> resource.struct_rusage | None:
+def _usage() -> Any:
     """This thread's resource usage (CPU time, context switches); None where the
     system cannot say for one thread."""
     if _RUSAGE_THREAD is None:
@@ -118,4 +122,5 @@ def _usage() -> resource.struct_rusage | None:
     return resource.getrusage(_RUSAGE_THREAD)
 
 
+#: getrusage's "this thread" (Linux); None elsewhere
 _RUSAGE_THREAD: int | None = getattr(resource, "RUSAGE_THREAD", None)
