@@ -23,6 +23,16 @@ One run, one table. Sections (pick with ``--section``, default all):
   and ``RemoteEnv.fork(1)`` plus a first step, against the in-process
   ``snapshot()`` + ``restore()``. Rounds interleave the cases; target: fork
   p50 under 1 ms on a Unix socket.
+- ``openenv``: ``envgym serve`` (declared-fast steps on its event loop, and
+  with ``--calls threads``) against OpenEnv's own server (openenv-core, a
+  benchmark-only dependency; ``benchmarks/openenv_server.py``) in its default
+  mode (``step`` on a thread) and its async mode (``step_async`` awaited on
+  its loop), at 32 and 128 sessions (``--openenv-sessions``): each server its
+  own process on TCP, started before the first round, the same client as
+  ``server``; ``--rounds`` rounds (default 5), the servers' order rotating,
+  medians reported, with each server process's CPU seconds per 1,000 steps
+  (psutil) and the client's. Target: envgym at or above OpenEnv's async mode
+  in steps/s and p99.
 
 A new section is a function ``(args) -> list[Row]`` added to `SECTIONS`.
 
@@ -34,6 +44,7 @@ same cores here.
     python benchmarks/remote.py                 # everything
     python benchmarks/remote.py --quick         # fewer steps
     python benchmarks/remote.py --section server --sessions 1 32
+    python benchmarks/remote.py --section openenv --rounds 5
 """
 
 from __future__ import annotations
@@ -51,6 +62,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+from openenv_compare import Measured, openenv_report, openenv_servers
 
 import envgym  # noqa: F401  (registers the ids)
 from envgym.remote import RemoteEnv, ServerAddress, serve_in_subprocess
@@ -129,9 +141,11 @@ def remote_env_steps(address: ServerAddress, steps: int) -> tuple[list[float], f
 
 
 async def async_sessions(
-    address: ServerAddress, sessions: int, steps_per_session: int
-) -> tuple[list[float], float, int]:
-    """`sessions` concurrent sessions, each stepping back to back; (latencies, wall, errors).
+    address: ServerAddress, sessions: int, steps_per_session: int, pid: int | None = None
+) -> tuple[list[float], float, int, float]:
+    """`sessions` concurrent sessions, each stepping back to back; (latencies, wall,
+    errors, CPU seconds the server process `pid` spent while the clock ran (0.0
+    without a pid)).
 
     Every session is open and reset before the clock starts.
     """
@@ -185,10 +199,27 @@ async def async_sessions(
     tasks = [asyncio.create_task(one(i)) for i in range(sessions)]
     while arrived < sessions:
         await asyncio.sleep(0.01)
+    cpu_before, client_before = _cpu_seconds(pid), time.process_time()
     start.set()
     begin = time.perf_counter()
     await asyncio.gather(*tasks)
-    return latencies, time.perf_counter() - begin, errors
+    wall = time.perf_counter() - begin
+    CLIENT_CPU.append(time.process_time() - client_before)
+    return latencies, wall, errors, _cpu_seconds(pid) - cpu_before
+
+
+#: the CPU seconds this process (the client) spent in each `async_sessions` run's timed part
+CLIENT_CPU: list[float] = []
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """User plus system CPU seconds of process `pid` so far (0.0 for None)."""
+    if pid is None:
+        return 0.0
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
 
 
 def server_rows(section: str, transport: str, address: ServerAddress, args) -> list[Row]:
@@ -198,7 +229,7 @@ def server_rows(section: str, transport: str, address: ServerAddress, args) -> l
     rows = [Row(section, "RemoteEnv.step", transport, 1, latencies, busy, errors)]
     for sessions in args.sessions:
         per_session = max(args.steps // sessions, 10)
-        latencies, wall, errors = asyncio.run(async_sessions(address, sessions, per_session))
+        latencies, wall, errors, _ = asyncio.run(async_sessions(address, sessions, per_session))
         rows.append(Row(section, "asyncio client", transport, sessions, latencies, wall, errors))
     refused = _health(address)["sessions_refused"]
     if refused:
@@ -362,6 +393,54 @@ def _and_attach(env: RemoteEnv, message: dict) -> Callable[[], float]:
     return op
 
 
+# ---------------------------------------------------------------- openenv
+OPENENV_RESULTS: list[Measured] = []
+
+
+def section_openenv(args: argparse.Namespace) -> list[Row]:
+    """envgym serve (declared-fast steps on the loop, and every call on a thread)
+    against OpenEnv's server (benchmarks/openenv_server.py) in its default (sync)
+    and async-step modes: same env, same client, each its own process on TCP;
+    servers take turns in every round (the order rotates), medians reported."""
+    from envgym.remote.launcher import ServerProcess
+
+    sessions = args.openenv_sessions
+    commands = openenv_servers(ENV_ID, max(sessions))
+    servers: dict[str, ServerProcess] = {}
+    try:
+        for name, argv in commands.items():
+            servers[name] = ServerProcess(argv)
+            asyncio.run(async_sessions(servers[name].address, 8, 50))  # warm up
+        names = list(servers)
+        for round_ in range(args.rounds):
+            print(f"  openenv round {round_ + 1}/{args.rounds}", file=sys.stderr, flush=True)
+            order = names[round_ % len(names) :] + names[: round_ % len(names)]
+            for count in sessions:
+                for name in order:
+                    server = servers[name]
+                    per_session = max(args.openenv_steps // count, 10)
+                    latencies, wall, errors, cpu = asyncio.run(
+                        async_sessions(server.address, count, per_session, server.process.pid)
+                    )
+                    row = Row("openenv", name, "tcp", count, latencies, wall, errors)
+                    OPENENV_RESULTS.append(
+                        Measured(
+                            name,
+                            count,
+                            row.steps_per_s,
+                            row.p50,
+                            row.p99,
+                            1000 * cpu / max(len(latencies), 1),
+                            1000 * CLIENT_CPU[-1] / max(len(latencies), 1),
+                            errors,
+                        )
+                    )
+    finally:
+        for server in servers.values():
+            server.stop()
+    return []
+
+
 def _health(address: ServerAddress) -> dict:
     from envgym.remote.client import fetch_json
 
@@ -374,6 +453,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "container": section_container,
     "vector": section_vector,
     "fork": section_fork,
+    "openenv": section_openenv,
 }
 
 
@@ -414,9 +494,16 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5000, help="timed steps per row")
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 32, 256])
     parser.add_argument("--quick", action="store_true", help="1000 steps per row")
+    parser.add_argument("--openenv-sessions", type=int, nargs="+", default=[32, 128], metavar="N")
+    parser.add_argument(
+        "--openenv-steps", type=int, default=12_800, help="timed steps per openenv row"
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="openenv section rounds")
     args = parser.parse_args()
     if args.quick:
         args.steps = 1000
+        args.openenv_steps = min(args.openenv_steps, 3200)
+        args.rounds = min(args.rounds, 3)
     chosen = args.section or list(SECTIONS)
     rows: list[Row] = []
     for name in chosen:
@@ -426,10 +513,14 @@ def main() -> None:
         f"# {ENV_ID} (easy) over WebSocket: Python {platform.python_version()}, "
         f"{platform.machine()}, load average {_load()}"
     )
-    print()
-    print(table(rows))
-    print()
-    print("\n".join(verdicts(rows)))
+    if rows:
+        print()
+        print(table(rows))
+        print()
+        print("\n".join(verdicts(rows)))
+    if OPENENV_RESULTS:
+        print()
+        print("\n".join(openenv_report(ENV_ID, OPENENV_RESULTS)))
     for result in VECTOR_RESULTS:
         print(
             f"- TextVectorEnv, 32 envs: sync {result['sync']:,.0f} env steps/s, subprocess "

@@ -137,6 +137,12 @@ class TextEnv(gym.Env[str, str]):
     the Python process (a sandbox) set ``fork_by_replay = True`` instead: their
     snapshot is the reset seed and options plus the actions taken, and restore
     replays them.
+
+    ``fast_calls = True`` promises that ``step`` is pure Python with short,
+    bounded work (no I/O, no sandbox, no network, no model): an env server then
+    runs its steps on its event loop rather than handing each to a thread (see
+    `envgym.remote.inline`). A declared-fast step that hangs holds every
+    session of that server, so declare it only when that cannot happen.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
@@ -147,6 +153,8 @@ class TextEnv(gym.Env[str, str]):
     #: Attributes snapshot() leaves out: caches, loaded data, clients.
     snapshot_exclude: ClassVar[tuple[str, ...]] = ()
     fork_by_replay: ClassVar[bool] = False
+    #: step is pure Python, short and bounded: env servers run it on their event loop.
+    fast_calls: ClassVar[bool] = False
     #: Instructions for the action format, returned as info["system_prompt"] on reset.
     system_prompt: ClassVar[str] = ""
     #: The keys `reset(options=...)` accepts; anything else is a clear error.

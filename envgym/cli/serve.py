@@ -88,6 +88,15 @@ def add_commands(sub: Any) -> None:
         "a CALL_TIMEOUT error; the call finishes in the background; 0: no limit (default: 60)",
     )
     p.add_argument(
+        "--calls",
+        choices=("auto", "threads"),
+        default="auto",
+        help="where env calls run: 'auto' steps envs that declare fast_calls (pure Python, "
+        "bounded: Sokoban, the games) on the event loop and the rest on threads; 'threads' "
+        "runs every call on a thread, so even a declared-fast env that hangs stalls only its "
+        "own session (default: auto)",
+    )
+    p.add_argument(
         "--max-message-bytes",
         metavar="N",
         type=int_at_least(1024, "a message limit is >= 1024 bytes"),
@@ -182,6 +191,7 @@ def run_serve(args: argparse.Namespace) -> int:
             max_snapshots=args.max_snapshots,
             max_snapshot_bytes=args.max_snapshot_bytes,
             snapshot_ttl_s=args.snapshot_ttl,
+            calls=args.calls,
             log_level=args.log_level,
             on_ready=ready,
         )

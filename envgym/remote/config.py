@@ -9,7 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ServerConfig", "ServerStartError"]
+__all__ = ["CALL_MODES", "ServerConfig", "ServerStartError"]
+
+#: How a server runs env calls: ``auto`` steps envs that declare ``fast_calls``
+#: on the event loop and everything else on threads; ``threads`` runs every call
+#: on a thread (see `envgym.remote.server`).
+CALL_MODES = ("auto", "threads")
 
 
 class ServerStartError(RuntimeError):
@@ -48,6 +53,8 @@ class ServerConfig:
     max_snapshot_bytes: int = 64 * 1024 * 1024
     #: seconds a snapshot handle, and a fork not yet attached to, lives.
     snapshot_ttl_s: float = 600.0
+    #: one of `CALL_MODES`: ``threads`` keeps even declared-fast envs off the event loop.
+    calls: str = "auto"
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_sessions, int) or self.max_sessions < 1:
@@ -70,6 +77,8 @@ class ServerConfig:
             raise ValueError(f"snapshot_ttl_s must be > 0 seconds, got {self.snapshot_ttl_s!r}")
         if not isinstance(self.send_privileged, bool):
             raise ValueError(f"send_privileged must be True or False, got {self.send_privileged!r}")
+        if self.calls not in CALL_MODES:
+            raise ValueError(f"calls must be one of {list(CALL_MODES)}, got {self.calls!r}")
 
     @property
     def idle_timeout(self) -> float | None:

@@ -35,7 +35,14 @@ from envgym.remote.messages import (
     state_reply,
 )
 from envgym.remote.protocol import CLOSE_UNKNOWN_FORK, ErrorCode
-from envgym.remote.sessions import CallTimedOut, Session, close_env_quietly, open_env
+from envgym.remote.sessions import (
+    CallTimedOut,
+    Session,
+    close_env_quietly,
+    env_error,
+    every_quarter_of,
+    open_env,
+)
 from envgym.remote.snapshots import (
     Bookkeeping,
     SnapshotRefused,
@@ -141,11 +148,7 @@ class Forks:
             raise
         except Exception as exc:
             session.running = False  # half restored: only a reset is safe
-            return error_reply(
-                ErrorCode.EXECUTION_ERROR,
-                f"env.restore() raised {type(exc).__name__}: {exc}; send a reset to go on",
-                exception=type(exc).__name__,
-            )
+            return env_error("env.restore()", exc, "send a reset to go on")
         _set_book(session, stored.book)
         return None
 
@@ -194,11 +197,7 @@ class Forks:
                 await self._close_env(forked)
             if isinstance(exc, ServerStartError):
                 return error_reply(ErrorCode.FACTORY_ERROR, str(exc))
-            return error_reply(
-                ErrorCode.EXECUTION_ERROR,
-                f"making a forked env raised {type(exc).__name__}: {exc}",
-                exception=type(exc).__name__,
-            )
+            return env_error("making a forked env", exc)
         # Registered just before `fork` releases `making`, with no await between, so no
         # other message sees these sessions counted twice (or not at all).
         expires = time.monotonic() + self.config.snapshot_ttl_s
@@ -235,10 +234,8 @@ class Forks:
 
     async def watch(self) -> None:
         """Run `expire` every quarter of the time to live (0.05 s to 5 s), forever."""
-        interval = min(max(self.config.snapshot_ttl_s / 4, 0.05), 5.0)
-        while True:
-            await asyncio.sleep(interval)
-            self.expire(time.monotonic())
+        async for now in every_quarter_of(self.config.snapshot_ttl_s, shortest=0.05, longest=5.0):
+            self.expire(now)
 
     def expire(self, now: float) -> None:
         """Forget snapshots past their time to live and close forks not attached in time."""
@@ -269,11 +266,7 @@ class Forks:
         except CallTimedOut:
             raise
         except Exception as exc:
-            return error_reply(
-                ErrorCode.EXECUTION_ERROR,
-                f"env.snapshot() raised {type(exc).__name__}: {exc}",
-                exception=type(exc).__name__,
-            )
+            return env_error("env.snapshot()", exc)
 
 
 #: closes in flight; the loop keeps only weak references to tasks

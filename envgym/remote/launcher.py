@@ -77,6 +77,8 @@ def _app_server(
         if on_ready is not None:
             on_ready(_address_of(served.sock))
 
+    from envgym.remote.wire import WebSocketProtocol
+
     try:
         served = app_server(
             server.app,
@@ -85,7 +87,7 @@ def _app_server(
             uds=uds,
             on_ready=ready,
             log_level=log_level,
-            ws="websockets-sansio",
+            ws=WebSocketProtocol,  # websockets-sansio, reading on while sessions wait
             # Deflate costs more than it saves on short text over a local link.
             ws_per_message_deflate=False,
             ws_ping_interval=server.config.ping_interval_s,
@@ -126,6 +128,7 @@ def serve(
     max_snapshots: int = 64,
     max_snapshot_bytes: int = 64 * 1024 * 1024,
     snapshot_ttl_s: float = 600.0,
+    calls: str = "auto",
     log_level: str = "warning",
     on_ready: Callable[[ServerAddress], None] | None = None,
 ) -> None:
@@ -149,6 +152,7 @@ def serve(
         max_snapshots=max_snapshots,
         max_snapshot_bytes=max_snapshot_bytes,
         snapshot_ttl_s=snapshot_ttl_s,
+        calls=calls,
     )
     _app_server(_env_server(config), host, port, uds, log_level, on_ready).run()
 
@@ -206,12 +210,13 @@ def serve_command(
     exit_after_sessions: int | None = None,
     send_privileged: bool = False,
     call_timeout_s: float | None = None,
+    calls: str | None = None,
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The arguments after ``envgym`` that serve `env_id` (for a subprocess or a container).
 
     None leaves a limit at ``envgym serve``'s default; `send_privileged` adds
-    ``--send-privileged``.
+    ``--send-privileged``; `calls` ``"threads"`` adds ``--calls threads``.
     """
     args = ["serve", env_id]
     if uds is not None:
@@ -228,6 +233,8 @@ def serve_command(
         args += ["--call-timeout", f"{call_timeout_s:g}"]
     if send_privileged:
         args += ["--send-privileged"]
+    if calls is not None:
+        args += ["--calls", calls]
     if env_kwargs:
         args += ["--kwargs", json.dumps(to_jsonable(dict(env_kwargs)))]
     return args + list(extra_args)
@@ -298,7 +305,7 @@ def serve_in_subprocess(
     """Run ``envgym serve`` (this interpreter, ``-m envgym``) while the block runs.
 
     `options` are `serve_command`'s (host, port, uds, max_sessions, idle_timeout_s,
-    send_privileged, call_timeout_s, extra_args); the port defaults to 0, a free
+    send_privileged, call_timeout_s, calls, extra_args); the port defaults to 0, a free
     one. Yields the `ServerProcess`.
     """
     argv = [sys.executable, "-m", "envgym", *serve_command(env_id, env_kwargs, **options)]

@@ -18,13 +18,15 @@ What a server guards:
   (``envgym serve ID --send-privileged``); ``GET /schema`` and ``GET /health``
   say which (``send_privileged``), and `RemoteEnv.privileged_sent` reads it.
 - The event loop. Env calls (make, reset, step, close) run on threads
-  (`envgym.remote.threads`), never on the loop, each session's one at a time
-  and in order, so a slow env stalls only its own session. A call that takes
+  (`envgym.remote.threads`), each session's one at a time and in order, so a
+  slow env stalls only its own session. A call that takes
   longer than ``call_timeout_s`` (``--call-timeout``, 60 s by default) is
   answered with a CALL_TIMEOUT error frame and the session is closed (code
   4504): an env stopped mid-call cannot be trusted. Python cannot stop a
   thread, so the call runs on in the background until it returns and then the
   env is closed; ``GET /health`` counts such calls (``calls_past_deadline``).
+  Steps of envs that declare ``fast_calls`` run on the loop instead, unless
+  the server runs with ``calls="threads"`` (see `envgym.remote.inline`).
 - Memory. A client message longer than `max_message_bytes` (the longest
   action the env's space holds plus 64 KiB; ``--max-message-bytes``) closes
   its session with code 1009 before it is read whole (the launcher sets
@@ -41,13 +43,14 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
 from envgym.remote.config import ServerConfig, ServerStartError
 from envgym.remote.forks import Forks
+from envgym.remote.inline import InlineCalls
 from envgym.remote.messages import (
     FORK_REQUESTS,
     BadRequest,
@@ -81,7 +84,10 @@ from envgym.remote.sessions import (
     Session,
     close_env_of,
     close_env_quietly,
+    declares_fast_calls,
+    env_error,
     env_metadata,
+    every_quarter_of,
     make_env,
     open_env,
     timed_out_message,
@@ -121,6 +127,7 @@ class EnvServer:
         #: sessions with an env call in flight, for the deadline watch
         self._calling: set[Session] = set()
         self._threads: EnvThreads | None = None  # made with the loop, in lifespan
+        self._inline = InlineCalls(config.env_id, enabled=config.calls == "auto")
         #: called once `config.exit_after_sessions` sessions have ended (stops the server)
         self.on_done: Callable[[], None] | None = None
         #: snapshot handles and forks not yet attached to (``snapshot``, ``restore``, ``fork``)
@@ -241,6 +248,7 @@ class EnvServer:
                 await websocket.send_text(error_reply(ErrorCode.FACTORY_ERROR, str(exc)))
                 await websocket.close(CLOSE_SERVER_ERROR, "could not make the env")
                 return
+            session.inline = self._inline.enabled and declares_fast_calls(session.env)
             session.busy = False
             session.last_active = time.monotonic()
             while True:
@@ -325,7 +333,7 @@ class EnvServer:
         timeout = self.config.idle_timeout
         if timeout is None:
             return
-        async for now in _every_quarter_of(timeout, shortest=0.05, longest=5.0):
+        async for now in every_quarter_of(timeout, shortest=0.05, longest=5.0):
             for session in list(self.sessions.values()):
                 if session.busy or session.closing or now - session.last_active < timeout:
                     continue
@@ -371,7 +379,7 @@ class EnvServer:
         except CallTimedOut:
             raise
         except Exception as exc:
-            return _env_error("reset", exc)
+            return env_error("reset", exc)
         session.episode_id = data.episode_id or uuid.uuid4().hex
         session.running = True
         session.terminated = session.truncated = False
@@ -398,16 +406,18 @@ class EnvServer:
             return error_reply(ErrorCode.RESET_NEEDED, text)
         assert session.env is not None
         try:
-            obs, reward, terminated, truncated, info = await self._run(
-                session, "env.step()", session.env.step, action
-            )
+            if self._inline.admits(session, action):
+                result = self._inline.run(session, "env.step()", session.env.step, action)
+            else:
+                result = await self._run(session, "env.step()", session.env.step, action)
+            obs, reward, terminated, truncated, info = result
         except CallTimedOut:
             raise
         except gym.error.ResetNeeded as exc:
             session.running = False
             return error_reply(ErrorCode.RESET_NEEDED, str(exc))
         except Exception as exc:
-            return _env_error("step", exc)
+            return env_error("step", exc)
         session.turn += 1
         session.episode_return += float(reward)
         session.terminated, session.truncated = bool(terminated), bool(truncated)
@@ -468,7 +478,7 @@ class EnvServer:
         timeout = self.config.call_timeout
         if timeout is None:
             return
-        async for now in _every_quarter_of(timeout, shortest=0.02, longest=1.0):
+        async for now in every_quarter_of(timeout, shortest=0.02, longest=1.0):
             for session in list(self._calling):
                 call = session.call
                 if call is None or call.done() or now - session.call_started < timeout:
@@ -477,23 +487,3 @@ class EnvServer:
                 session.late_call = call
                 assert self._threads is not None
                 self._threads.abandon(call)
-
-
-async def _every_quarter_of(
-    timeout: float, *, shortest: float, longest: float
-) -> AsyncIterator[float]:
-    """The monotonic time, yielded every quarter of `timeout` (kept within
-    `shortest` and `longest` seconds), forever: the beat of a watch that fails
-    what ran past `timeout` within a quarter of it."""
-    interval = min(max(timeout / 4, shortest), longest)
-    while True:
-        await asyncio.sleep(interval)
-        yield time.monotonic()
-
-
-def _env_error(method: str, exc: Exception) -> str:
-    return error_reply(
-        ErrorCode.EXECUTION_ERROR,
-        f"env.{method}() raised {type(exc).__name__}: {exc}",
-        exception=type(exc).__name__,
-    )

@@ -11,14 +11,15 @@ import inspect
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
 from envgym.registry import EnvCreationError, get_spec, load_entry_point, make_text_env
 from envgym.remote.config import ServerConfig, ServerStartError
-from envgym.remote.messages import MetadataReply
+from envgym.remote.messages import MetadataReply, error_reply
+from envgym.remote.protocol import ErrorCode
 from envgym.version import __version__
 
 if TYPE_CHECKING:
@@ -29,7 +30,10 @@ __all__ = [
     "Session",
     "close_env_of",
     "close_env_quietly",
+    "declares_fast_calls",
+    "env_error",
     "env_metadata",
+    "every_quarter_of",
     "make_env",
     "open_env",
     "timed_out_message",
@@ -65,11 +69,18 @@ class Session:
         #: a call that ran past its deadline and may still be running
         self.late_call: asyncio.Future[Any] | None = None
         self.last_active = time.monotonic()
+        #: steps run on the event loop (the env declares fast calls and has not overrun)
+        self.inline = False
 
 
 def open_env(session: Session, config: ServerConfig) -> None:
     """Make the session's env (on its thread, so a late close still finds it)."""
     session.env = make_env(config.env_id, config.env_kwargs, checked=False)
+
+
+def declares_fast_calls(env: gym.Env) -> bool:
+    """Whether `env` (under its wrappers) promises short, bounded calls (``fast_calls``)."""
+    return getattr(env.unwrapped, "fast_calls", False) is True
 
 
 def close_env_of(session: Session) -> None:
@@ -129,4 +140,26 @@ def env_metadata(env_id: str) -> MetadataReply:
         readme_content=manual,
         version=f"envgym {__version__}",
         author="envgym",
+    )
+
+
+async def every_quarter_of(
+    timeout: float, *, shortest: float, longest: float
+) -> AsyncIterator[float]:
+    """The monotonic time, yielded every quarter of `timeout` (kept within
+    `shortest` and `longest` seconds), forever: the beat of a watch that fails
+    (or expires) what ran past `timeout` within a quarter of it."""
+    interval = min(max(timeout / 4, shortest), longest)
+    while True:
+        await asyncio.sleep(interval)
+        yield time.monotonic()
+
+
+def env_error(call: str, exc: Exception, then: str = "") -> str:
+    """The EXECUTION_ERROR frame for an env call (`call`, e.g. ``env.step()``) that
+    raised `exc`; `then` says what to do next, when there is more than retrying."""
+    return error_reply(
+        ErrorCode.EXECUTION_ERROR,
+        f"{call} raised {type(exc).__name__}: {exc}" + (f"; {then}" if then else ""),
+        exception=type(exc).__name__,
     )

@@ -172,6 +172,7 @@ class FrozenLakeEnv(TextEnv):
         "hard": LakePreset(size=8, hole_fraction=0.25, max_turns=30, slippery_max_turns=120),
     }
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("slippery", "max_actions_per_turn")
+    fast_calls: ClassVar[bool] = True
 
     def __init__(
         self,

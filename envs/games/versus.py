@@ -101,6 +101,12 @@ class VersusEnv(TextEnv):
         return self.config.opponent
 
     @property
+    def fast_calls(self) -> bool:  # type: ignore[override]
+        """Steps are short and bounded with a built-in opponent (see `TextEnv`); a
+        callable opponent (a model, a person) may take any time."""
+        return not callable(self.config.opponent)
+
+    @property
     def game(self) -> MultiAgentTextEnv:
         """The underlying PettingZoo game (read it, do not step it)."""
         return self._game

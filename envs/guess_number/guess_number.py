@@ -61,6 +61,7 @@ class GuessNumberEnv(TextEnv):
         "Guess the secret number. After each wrong guess you are told to go higher or "
         "lower. Reply with one number in answer tags, e.g. <answer>50</answer>."
     )
+    fast_calls: ClassVar[bool] = True
 
     def _new_task(self, options: dict[str, Any]) -> str:
         if "task_id" in options:

@@ -223,6 +223,7 @@ class HouseholdEnv(TextEnv):
     presets: ClassVar[dict[str, HouseholdPreset]] = DIFFICULTY_PRESETS
     #: `shaped` is a choice of reward, not episode state.
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("shaped",)
+    fast_calls: ClassVar[bool] = True
     config: HouseholdPreset
 
     def __init__(

@@ -172,6 +172,7 @@ class SokobanEnv(TextEnv):
     )
     reset_options: ClassVar[tuple[str, ...]] = ("task_id", "board", "difficulty")
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("max_actions_per_turn",)
+    fast_calls: ClassVar[bool] = True
 
     def __init__(
         self,
