@@ -19,8 +19,8 @@ from envgym.envs.code.execution import Grade, format_output, grade_submission, r
 from envgym.envs.code.problems import (
     SPLITS,
     Problem,
-    load_problem_file,
     load_split,
+    resolve_problems,
     to_printable,
 )
 from envgym.parsing import parse_tag, parse_tool_calls, strip_think
@@ -165,12 +165,7 @@ class CodeEnv(TextEnv):
                 f"hidden tests), got {self.compile_weight + self.public_weight:g}"
             )
         self.format_penalty = check_number(format_penalty, "format_penalty", 0.0, 1.0)
-        if problems is None:
-            loaded = load_split(split)
-        elif isinstance(problems, str | Path):
-            loaded = load_problem_file(problems)
-        else:
-            loaded = tuple(problems)
+        loaded = load_split(split) if problems is None else resolve_problems(problems)
         if not loaded:
             raise ValueError("the problem set is empty")
         self.split = split
