@@ -16,8 +16,15 @@ bwrap sandboxes, and, in the same run:
   submission in its own interpreter; jobs forked from the runner), whose
   harness and runner are read from git at ``--previous-ref``.
 
+It also measures stdin/stdout grading (`grade_only`): the shipped ``stdio``
+problems' reference programs graded on a pool of 4 sandboxes from 4 threads,
+in cases per second, beside the function problems' grading (tests per second)
+and beside stdin/stdout grading with one sandbox job per case instead of one
+per submission, in interleaved rounds (the median is printed)::
+
     python benchmarks/code_env.py              # 256 episodes per row
     python benchmarks/code_env.py --episodes 64 --skip-docker
+    python benchmarks/code_env.py --stdio-only --rounds 5
 """
 
 from __future__ import annotations
@@ -25,20 +32,23 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import secrets
+import statistics
 import subprocess
 import tempfile
 import threading
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import gymnasium as gym
 from sandbox import PREVIOUS_REF, ROOT, previous_runner, sandbox_factory  # beside this file
 
 import envgym  # noqa: F401  (registers the ids)
-from envgym.envs.code import execution
+from envgym.envs.code import execution, stdio
 from envgym.envs.code.problems import load_split
 from envgym.sandbox import Limits, SandboxPool
 from envgym.vector import TextVectorEnv
@@ -197,6 +207,87 @@ def docker_exec(episodes: int, problems: list, containers: int) -> float:
     return jobs_per_second(boxes, episodes // containers, grade)
 
 
+def _grade_function(pool, problem) -> int:
+    grade, _ = execution.grade_submission(pool, problem, problem.solution, 10.0)
+    if grade.hidden_passed != len(grade.hidden) or not all(grade.public):
+        raise SystemExit(f"{problem.task_id}: the reference failed a test")
+    return len(grade.public) + len(grade.hidden)
+
+
+def _grade_program(pool, problem) -> int:
+    limits = stdio.CaseLimits.of(problem, 2.0, 256)
+    grade, _ = stdio.grade_stdio(pool, problem, problem.solution, 10.0, limits)
+    if grade.hidden_passed != len(grade.hidden) or not all(grade.public):
+        raise SystemExit(f"{problem.task_id}: the reference failed a case ({grade.details})")
+    return len(grade.public) + len(grade.hidden)
+
+
+def _grade_program_per_case(pool, problem) -> int:
+    """The alternative design: one sandbox job per case (outputs still judged here)."""
+    limits = stdio.CaseLimits.of(problem, 2.0, 256)
+    cases = [*problem.public_io, *problem.hidden_io]
+    for case in cases:
+        one = stdio.grade_stdio(pool, _one_case(problem, case), problem.solution, 10.0, limits)[0]
+        if not one.hidden_passed:
+            raise SystemExit(f"{problem.task_id}: the reference failed a case")
+    return len(cases)
+
+
+def _one_case(problem, case):
+    from dataclasses import replace
+
+    return replace(problem, public_io=(), hidden_io=(case,))
+
+
+def grade_only(backend: str, pool_size: int, rounds: int, submissions: int) -> list[tuple]:
+    """Median cases (or tests) per second and submissions per second of each
+    grader over `rounds` interleaved rounds, `submissions` per grader a round."""
+    function_problems = [p for p in load_split("basic") if p.difficulty == "easy"]
+    program_problems = list(load_split("stdio"))
+    graders = {
+        "stdio, one job per submission": (_grade_program, program_problems),
+        "stdio, one job per case": (_grade_program_per_case, program_problems),
+        "function tests (basic, easy)": (_grade_function, function_problems),
+    }
+    rates: dict[str, list[tuple[float, float]]] = {name: [] for name in graders}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        pool = SandboxPool(size=pool_size, backend=backend)
+    with pool, ThreadPoolExecutor(max_workers=pool_size) as threads:
+        for round_ in range(rounds):
+            order = list(graders) if round_ % 2 == 0 else list(reversed(graders))
+            for name in order:
+                grade, problems = graders[name]
+                picked = [problems[i % len(problems)] for i in range(submissions)]
+                start = time.perf_counter()
+                cases = sum(threads.map(lambda p, g=grade: g(pool, p), picked))
+                elapsed = time.perf_counter() - start
+                rates[name].append((cases / elapsed, submissions / elapsed))
+    return [
+        (
+            backend,
+            name,
+            statistics.median(r[0] for r in runs),
+            statistics.median(r[1] for r in runs),
+        )
+        for name, runs in rates.items()
+    ]
+
+
+def print_grade_only(rows: list[tuple], pool_size: int, rounds: int) -> None:
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"\nGrading alone on a pool of {pool_size}, {pool_size} client threads, median of "
+        f"{rounds} interleaved rounds (load average {load}, {os.cpu_count()} CPUs)\n"
+    )
+    print("| backend | grader | cases or tests/s | submissions/s | vs one job per submission |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    base = {b: r for b, n, r, _ in rows if n == "stdio, one job per submission"}
+    for backend, name, rate, subs in rows:
+        ratio = rate / base[backend]
+        print(f"| {backend} | {name} | {rate:,.1f} | {subs:,.1f} | {ratio:.2f}x |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--episodes", type=int, default=256, help="episodes per row")
@@ -206,13 +297,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--previous-ref", default=PREVIOUS_REF, help="git commit of the previous grader"
     )
+    parser.add_argument("--stdio-only", action="store_true", help="only the grading table")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved grading rounds")
+    parser.add_argument(
+        "--submissions", type=int, default=24, help="submissions per grader per round"
+    )
     args = parser.parse_args(argv)
+    backends = ["bwrap"] if args.skip_docker else ["docker", "bwrap"]
+    grading = [
+        row
+        for backend in backends
+        for row in grade_only(backend, args.pool, args.rounds, args.submissions)
+    ]
+    if args.stdio_only:
+        print_grade_only(grading, args.pool, args.rounds)
+        return 0
 
     problems = [p for p in load_split("basic") if p.difficulty == "easy"]
     runner = previous_runner(args.previous_ref, Path(tempfile.mkdtemp(prefix="envgym-prev-")))
     old_job = previous_job(previous_harness(args.previous_ref))
     rows: list[tuple[str, float]] = []
-    backends = ["bwrap"] if args.skip_docker else ["docker", "bwrap"]
     if not args.skip_docker:
         rows.append(("docker exec, 4 warm containers", docker_exec(args.episodes, problems, 4)))
     for backend in backends:
@@ -236,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         now = dict(rows)[f"grading jobs alone, {backend}"]
         then = dict(rows)[f"previous grader, {backend}"]
         print(f"| {backend} | {now:,.1f} | {then:,.1f} | {now / then:.2f}x |")
+    print_grade_only(grading, args.pool, args.rounds)
     return 0
 
 

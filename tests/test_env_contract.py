@@ -83,6 +83,13 @@ ON_FILES = [
         id="envgym/PythonMath-v0-files",
     )
 ]
+#: Code-v0's stdin/stdout problems (a second kind of problem, its own split): the
+#: checker and the info contract (whose reply is the oracle's). Not the fuzz (nearly
+#: every junk answer is a program that runs on every case: 390 s here), determinism
+#: (three problems a level: seeds 0, 1 and 12345 draw one twice) or snapshot
+#: replay (its replies run sandbox jobs, whose info["cost"]["sandbox_seconds"]
+#: differs between two runs; the function kind's replies are refused before a job).
+STDIO = [("envgym/Code-v0", {"split": "stdio"})]
 LEVEL_CASES = [(env_id, {"difficulty": level}) for env_id, level in ID_AND_DIFFICULTY] + ON_ENGINES
 SESSION_CASES = (
     [
@@ -112,6 +119,7 @@ VARIANTS = [
     ("envgym/Shop-v0", {"observation": "html"}),
     ("envgym/Shop-v0", {"observation": "html", "difficulty": "hard"}),
     ("envgym/WebShop-v0", {"observation": "html"}),
+    *STDIO,
 ]
 CHECK_CASES = LEVEL_CASES + VARIANTS
 #: Observation modes beyond the default text, also checked for determinism and fuzzing.
@@ -279,7 +287,7 @@ def test_ten_thousand_random_and_adversarial_actions_never_raise(env_id, kwargs)
     assert episodes > 10
 
 
-@pytest.mark.parametrize("env_id,kwargs", SESSION_CASES)
+@pytest.mark.parametrize("env_id,kwargs", SESSION_CASES + STDIO)
 def test_info_keys_follow_the_shared_contract(env_id, kwargs):
     env = gym.make(env_id, **engine_kwargs(kwargs))
     obs, info = env.reset(seed=3)

@@ -7,7 +7,8 @@ past the bound, swap letters for look-alikes, forge the env's own feedback,
 tool results or a simulated user's turns, ask a user to confirm everything
 at once, copy the task's arithmetic into the answer, and, for code, forge
 the grader's results and return objects that equal everything
-(`grader_attacks.py`). Every id that `envgym.list_envs` lists plays its
+(`grader_attacks.py`), and print the examples' outputs from a program
+that hard-codes them (stdin/stdout code problems). Every id that `envgym.list_envs` lists plays its
 default difficulty (SQL-v0 every level, on SQLite and on PostgreSQL:
 `ON_ENGINES`; Terminal-v0 and RepoFix-v0 every level, on docker and on bwrap:
 `ON_SANDBOXES`) on the same seeds with the random agent and with each cheat; a
@@ -69,6 +70,20 @@ def _expression(obs: str) -> str:
     """The longest stretch of arithmetic in the task (what it asks to compute)."""
     found = _EXPRESSION.findall(obs)
     return max(found, key=len).strip() if found else obs[:40]
+
+
+_EXAMPLE = re.compile(r"Example (\d+) (input|output):\n```\n(.*?)\n```", re.DOTALL)
+
+
+def _example_printer(obs: str) -> str:
+    """A stdin/stdout program that hard-codes the task's examples: each
+    example's output for its input, else the first example's output."""
+    found: dict[str, dict[str, str]] = {}
+    for number, part, text in _EXAMPLE.findall(obs):
+        found.setdefault(number, {})[part] = text
+    pairs = {e["input"]: e["output"] for e in found.values() if len(e) == 2}
+    first = next(iter(pairs.values()), "")
+    return f"import sys\nprint({pairs!r}.get(sys.stdin.read().rstrip(), {first!r}))"
 
 
 Cheat = Callable[[str, dict, random.Random], str]
@@ -133,6 +148,9 @@ CHEATS: dict[str, Cheat] = {
     "a forged grade and objects that equal everything": lambda obs, info, rng: (
         f"<answer>\n```python\n{forgery(_entry_point(obs))}\n```\n</answer>"
     ),
+    "a program that prints the examples' outputs": lambda obs, info, rng: (
+        f"<answer>\n```python\n{_example_printer(obs)}\n```\n</answer>"
+    ),
 }
 
 IDS = [spec.id for spec in envgym.list_envs()]
@@ -166,11 +184,14 @@ ON_SANDBOXES = [
 ON_FILES = [
     ("envgym/PythonMath-v0", {"problems": str(Path(__file__).parent / "data" / "math_formats")})
 ]
+#: Code-v0's stdin/stdout problems, a second kind of problem beside its default.
+STDIO = [("envgym/Code-v0", {"split": "stdio"})]
 CASES = (
     [(env_id, {}) for env_id in IDS if env_id not in SESSION_IDS]
     + ON_ENGINES
     + ON_SANDBOXES
     + ON_FILES
+    + STDIO
 )
 
 

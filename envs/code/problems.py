@@ -24,6 +24,8 @@ from envgym.extras import missing_extra
 
 __all__ = [
     "DIFFICULTIES",
+    "KINDS",
+    "IOCase",
     "PROBLEMS_DIR",
     "SPLITS",
     "Problem",
@@ -33,26 +35,52 @@ __all__ = [
     "problems_from_records",
 ]
 
-SPLITS = ("basic", "humaneval")
+SPLITS = ("basic", "humaneval", "stdio")
+#: What a submission is: a function called by tests, or a program fed stdin.
+KINDS = ("function", "stdio")
 DIFFICULTIES = ("easy", "medium", "hard")
 PROBLEMS_DIR = Path(__file__).parent / "problems"
-_REQUIRED = ("task_id", "difficulty", "entry_point", "prompt", "solution", "tests")
+_REQUIRED = ("task_id", "difficulty", "prompt", "solution", "entry_point", "tests")
+_REQUIRED_STDIO = ("task_id", "difficulty", "prompt", "solution", "hidden_io")
 _PRINTABLE = frozenset(string.printable)
 #: The non-ASCII characters HumanEval's docstrings use, spelled in ASCII.
 _ASCII_SPELLINGS = {"\u279e": "->", "\u2192": "->", "\u2264": "<=", "\u2265": ">="}
 
 
 @dataclass(frozen=True)
-class Problem:
-    """One programming problem.
+class IOCase:
+    """One stdin/stdout case of a ``stdio`` problem."""
 
-    ``prompt`` is what the agent sees (a signature and a docstring with
-    examples); ``solution`` a complete reference definition of
-    ``entry_point``; ``public_tests`` and ``tests`` are lists of Python
-    statements (usually ``assert ...``) run after the submission, the first
-    shown to the agent, the second hidden. ``setup`` is code run before each
-    test (HumanEval's ``check`` function); ``broken`` a deliberately wrong
-    solution (basic split only) that must fail at least one hidden test.
+    #: the program's whole stdin
+    input: str
+    #: the expected stdout, compared with whitespace normalised (each line's
+    #: trailing blanks and the trailing empty lines dropped) unless the
+    #: problem names a checker
+    output: str
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One programming problem, of one of two kinds.
+
+    ``kind="function"`` (the default): ``prompt`` is what the agent sees (a
+    signature and a docstring with examples); ``solution`` a complete
+    reference definition of ``entry_point``; ``public_tests`` and ``tests``
+    are lists of Python statements (usually ``assert ...``) run after the
+    submission, the first shown to the agent, the second hidden. ``setup`` is
+    code run before each test (HumanEval's ``check`` function).
+
+    ``kind="stdio"``: the submission is a whole Python program that reads
+    stdin and writes stdout. ``prompt`` is the statement, ``entry_point`` is
+    "", ``solution`` a reference program; ``public_io`` are example cases
+    shown to the agent, ``hidden_io`` the graded ones (``tests`` is unused and
+    may be empty). ``time_limit_s`` and ``memory_mb`` bound each case (None:
+    the env's defaults); ``checker`` names a checker of
+    `envgym.envs.code.checkers.CHECKERS` (None: whitespace-normalised
+    equality).
+
+    ``broken`` is a deliberately wrong solution (the project's own problems)
+    that must fail at least one hidden test or case.
     """
 
     task_id: str
@@ -66,6 +94,12 @@ class Problem:
     broken: str | None = None
     setup: str = ""
     split: str = "basic"
+    kind: str = "function"
+    public_io: tuple[IOCase, ...] = ()
+    hidden_io: tuple[IOCase, ...] = ()
+    time_limit_s: float | None = None
+    memory_mb: int | None = None
+    checker: str | None = None
 
     @property
     def reference_code(self) -> str:
@@ -97,14 +131,25 @@ def problems_from_records(records: Any, source: str, split: str = "basic") -> tu
         where = f"{source}: problem {index}"
         if not isinstance(record, dict):
             raise ValueError(f"{where} is a {type(record).__name__}, not an object")
-        missing = [key for key in _REQUIRED if key not in record]
+        kind = record.get("kind", "function")
+        if kind not in KINDS:
+            raise ValueError(f"{where}: 'kind' must be one of {KINDS}")
+        required = _REQUIRED_STDIO if kind == "stdio" else _REQUIRED
+        missing = [key for key in required if key not in record]
         if missing:
             raise ValueError(f"{where} ({record.get('task_id', '?')}) lacks {', '.join(missing)}")
-        for key in ("task_id", "entry_point", "prompt", "solution"):
+        strings = ("task_id", "prompt", "solution") + (("entry_point",) * (kind == "function"))
+        for key in strings:
             if not isinstance(record[key], str) or not record[key].strip():
                 raise ValueError(f"{where}: {key!r} must be a non-empty string")
         if record["difficulty"] not in DIFFICULTIES:
             raise ValueError(f"{where}: difficulty must be one of {DIFFICULTIES}")
+        broken = record.get("broken")
+        if broken is not None and not isinstance(broken, str):
+            raise ValueError(f"{where}: 'broken' must be a string")
+        if kind == "stdio":
+            problems.append(_stdio_record(record, where, split))
+            continue
         tests = record["tests"]
         public = record.get("public_tests", [])
         for key, value in (("tests", tests), ("public_tests", public)):
@@ -112,9 +157,6 @@ def problems_from_records(records: Any, source: str, split: str = "basic") -> tu
                 raise ValueError(f"{where}: {key!r} must be a list of strings")
         if not tests:
             raise ValueError(f"{where}: 'tests' is empty; a problem needs hidden tests")
-        broken = record.get("broken")
-        if broken is not None and not isinstance(broken, str):
-            raise ValueError(f"{where}: 'broken' must be a string")
         problems.append(
             Problem(
                 task_id=record["task_id"],
@@ -131,6 +173,57 @@ def problems_from_records(records: Any, source: str, split: str = "basic") -> tu
         )
     _check_unique(problems, source)
     return tuple(problems)
+
+
+def io_cases(value: Any, where: str) -> tuple[IOCase, ...]:
+    """`IOCase`s from a JSON list of ``{"input": str, "output": str}`` objects."""
+    if not isinstance(value, list):
+        raise ValueError(f'{where}: expected a list of {{"input": ..., "output": ...}} objects')
+    cases = []
+    for index, case in enumerate(value):
+        if not (
+            isinstance(case, dict)
+            and isinstance(case.get("input"), str)
+            and isinstance(case.get("output"), str)
+        ):
+            raise ValueError(
+                f'{where}: case {index} must be an object {{"input": str, "output": str}}'
+            )
+        cases.append(IOCase(case["input"], case["output"]))
+    return tuple(cases)
+
+
+def _stdio_record(record: dict[str, Any], where: str, split: str) -> Problem:
+    hidden = io_cases(record["hidden_io"], f"{where}: 'hidden_io'")
+    if not hidden:
+        raise ValueError(f"{where}: 'hidden_io' is empty; a problem needs hidden cases")
+    public = io_cases(record.get("public_io", []), f"{where}: 'public_io'")
+    limits = {}
+    for key, kind in (("time_limit_s", float), ("memory_mb", int)):
+        value = record.get(key)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ValueError(f"{where}: {key!r} must be a positive number or null")
+            limits[key] = kind(value)
+    checker = record.get("checker")
+    if checker is not None and not isinstance(checker, str):
+        raise ValueError(f"{where}: 'checker' must be a checker's name or null")
+    return Problem(
+        task_id=record["task_id"],
+        difficulty=record["difficulty"],
+        entry_point="",
+        prompt=to_printable(record["prompt"]),
+        solution=record["solution"],
+        tests=(),
+        topic=str(record.get("topic", "")),
+        broken=record.get("broken"),
+        split=split,
+        kind="stdio",
+        public_io=public,
+        hidden_io=hidden,
+        checker=checker,
+        **limits,
+    )
 
 
 def _check_unique(problems: Sequence[Problem], source: str) -> None:
@@ -234,10 +327,37 @@ def load_humaneval() -> tuple[Problem, ...]:
     )
 
 
+@functools.cache
+def _load_stdio() -> tuple[Problem, ...]:
+    path = PROBLEMS_DIR / "stdio.json"
+    if not path.exists():
+        raise FileNotFoundError(f"the stdio problem set {path} is missing; reinstall envgym")
+    records = json.loads(path.read_text(encoding="utf-8"))
+    return problems_from_records(records, str(path), split="stdio")
+
+
 def load_split(split: str) -> tuple[Problem, ...]:
-    """Every problem of ``split`` ("basic" or "humaneval"), in file order."""
+    """Every problem of ``split`` ("basic", "humaneval" or "stdio"), in file order."""
     if split == "basic":
         return _load_basic()
+    if split == "stdio":
+        return _load_stdio()
     if split == "humaneval":
         return load_humaneval()
     raise ValueError(f"unknown split {split!r}; choose one of {SPLITS}")
+
+
+def check_problem(problem: Problem) -> Problem:
+    """`problem`, or a ValueError saying what makes it ungradable."""
+    where = f"problem {problem.task_id!r}"
+    if problem.kind not in KINDS:
+        raise ValueError(f"{where}: kind must be one of {KINDS}, got {problem.kind!r}")
+    if problem.kind == "stdio":
+        if not problem.hidden_io:
+            raise ValueError(f"{where}: a stdio problem needs hidden_io cases")
+        cases = problem.public_io + problem.hidden_io
+        if not all(isinstance(c, IOCase) for c in cases):
+            raise ValueError(f"{where}: public_io and hidden_io must hold IOCase records")
+    elif not problem.entry_point or not problem.tests:
+        raise ValueError(f"{where}: a function problem needs an entry_point and tests")
+    return problem
