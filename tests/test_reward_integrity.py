@@ -23,14 +23,18 @@ cases here too where they apply to every env.
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import re
 import statistics
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from code_format_files import DATA as CODE_FORMATS
+from code_format_files import FILES as CODE_FORMAT_FILES
 from grader_attacks import forgery
 from postgres_server import ON_POSTGRES, engine_kwargs
 from sandbox_backends import require_backend
@@ -160,12 +164,28 @@ ON_SANDBOXES = [
     for level in envgym.get_spec(env_id).difficulties
     for backend in ("docker", "bwrap")
 ]
+#: Code-v0 on each standard dataset's layout (tests/data/code_formats, written by
+#: tests/code_format_files.py). The files with stdin/stdout problems need the
+#: stdio grader (envs/code/stdio.py).
+GRADES_STDIO = importlib.util.find_spec("envgym.envs.code.stdio") is not None
+STDIO_FORMATS = ("apps.jsonl", "taco.json", "codecontests.parquet", "livecodebench.jsonl")
+ON_CODE_FORMATS = [
+    pytest.param(
+        ("envgym/Code-v0", {"problems": str(CODE_FORMATS / name)}),
+        marks=pytest.mark.skipif(
+            name in STDIO_FORMATS and not GRADES_STDIO, reason="no stdio grader in this Code-v0"
+        ),
+    )
+    for name in CODE_FORMAT_FILES
+]
 CASES = [(env_id, {}) for env_id in IDS if env_id not in SESSION_IDS] + ON_ENGINES + ON_SANDBOXES
+CASES += ON_CODE_FORMATS
 
 
 def _case_id(case) -> str:
     env_id, kwargs = case.values[0] if hasattr(case, "values") else case
-    return env_id + "".join(f"-{v if k != 'engine' else 'postgres'}" for k, v in kwargs.items())
+    shown = {"engine": lambda v: "postgres", "problems": lambda v: Path(v).name}
+    return env_id + "".join(f"-{shown.get(k, str)(v)}" for k, v in kwargs.items())
 
 
 def _play(env: gym.Env, act: Callable[[str, dict, random.Random, int], str], episodes: int):
