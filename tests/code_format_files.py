@@ -99,10 +99,13 @@ TACO = [
     },
     {
         "question": "Print the word read from stdin reversed.",
-        "solutions": json.dumps(["print(input()[::-1])\n"]),
+        "solutions": json.dumps(["print raw_input()[::-1]\n", "print(input()[::-1])\n"]),
         "starter_code": "",
         "input_output": json.dumps({"inputs": ["abc\n", "x\n"], "outputs": ["cba\n", "x\n"]}),
         "difficulty": "MEDIUM_HARD",
+        # TACO writes limits as text; a Python 2 solution comes first.
+        "time_limit": "2 seconds",
+        "memory_limit": "64 megabytes",
         "source": "codechef",
         "skill_types": "[]",
     },

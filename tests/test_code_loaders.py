@@ -64,6 +64,9 @@ def test_each_format_loads_with_its_fields_mapped(written):
     taco = by_id["taco/taco-0"]
     assert "def countEven(nums: List[int]) -> int:" in taco.prompt and "self" not in taco.prompt
     assert "Solution().countEven(*args)" in taco.reference_code
+    reverse = by_id["taco/taco-1"]
+    assert reverse.solution == "print(input()[::-1])\n"  # the Python 2 one passed over
+    assert (reverse.time_limit_s, reverse.memory_mb, reverse.difficulty) == (2.0, 64, "hard")
     contest = by_id["codecontests/1000_A"]
     assert contest.solution == "print(sum(map(int, input().split())))"  # Python 3, not 2
     assert (contest.time_limit_s, contest.memory_mb, contest.difficulty) == (2.5, 256, "easy")

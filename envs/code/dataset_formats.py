@@ -15,7 +15,9 @@ sandbox, never here).
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -160,7 +162,8 @@ def _apps(record: dict, where: str, fallback: str) -> Problem | Skip:
     solutions = _json_field(record, "solutions", where) if record.get("solutions") else []
     if not isinstance(solutions, list) or not all(isinstance(s, str) for s in solutions):
         raise ValueError(f"{where}: 'solutions' must be JSON text of a list of programs")
-    solution = solutions[0] if solutions else ""
+    # APPS holds some Python 2 programs: the reference is the first that parses as Python 3.
+    solution = next((s for s in solutions if _parses(s)), "")
     level = _level(record.get("difficulty"), _APPS_LEVELS)
     starter = record.get("starter_code") or ""
     fn_name = io.get("fn_name")
@@ -187,7 +190,27 @@ def _apps(record: dict, where: str, fallback: str) -> Problem | Skip:
         cases = [IOCase(_text(i), _text(o)) for i, o in zip(inputs, outputs, strict=True)]
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
-    return _stdio(task_id, question, solution, cases[:PUBLIC_CASES], cases, level, name)
+    limits = {
+        "time_limit_s": _taco_amount(record.get("time_limit"), "second"),
+        "memory_mb": _taco_amount(record.get("memory_limit"), "megabyte"),
+    }
+    limits["memory_mb"] = int(limits["memory_mb"]) if limits["memory_mb"] else None
+    return _stdio(task_id, question, solution, cases[:PUBLIC_CASES], cases, level, name, **limits)
+
+
+def _parses(program: str) -> bool:
+    try:
+        ast.parse(program)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _taco_amount(value: Any, unit: str) -> float | None:
+    """TACO's limits as written ("2 seconds", "256 megabytes"); None when
+    absent or in another unit."""
+    match = re.fullmatch(rf"\s*(\d+(?:\.\d+)?)\s*{unit}s?\s*", str(value or ""))
+    return float(match[1]) if match and float(match[1]) > 0 else None
 
 
 # ----------------------------------------------------------------- CodeContests
@@ -335,8 +358,6 @@ def _mbpp(record: dict, where: str, fallback: str) -> Problem | Skip:
 
 def _called_name(test: str, code: str) -> str | None:
     """The function of ``code`` that ``test`` calls first."""
-    import ast
-
     try:
         defined = {n.name for n in ast.walk(ast.parse(code)) if isinstance(n, ast.FunctionDef)}
         calls = [n for n in ast.walk(ast.parse(test)) if isinstance(n, ast.Call)]

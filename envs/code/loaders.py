@@ -115,7 +115,7 @@ def read_records(path: Path) -> Iterator[tuple[str, Any]]:
             if first == "[":
                 try:
                     records = json.load(f)
-                except json.JSONDecodeError as exc:
+                except (json.JSONDecodeError, RecursionError) as exc:
                     raise ValueError(f"{path} is not valid JSON: {exc}") from None
                 for index, record in enumerate(records):
                     yield f"{path}: item {index}", record
@@ -125,9 +125,10 @@ def read_records(path: Path) -> Iterator[tuple[str, Any]]:
                     continue
                 try:
                     record = json.loads(line)
-                except json.JSONDecodeError as exc:
+                except (json.JSONDecodeError, RecursionError) as exc:
+                    why = getattr(exc, "msg", "nested too deeply")
                     raise ValueError(
-                        f"{path}:{number}: not a JSON object ({exc.msg}); JSONL holds one "
+                        f"{path}:{number}: not a JSON object ({why}); JSONL holds one "
                         "JSON object per line"
                     ) from None
                 yield f"{path}:{number}", record
