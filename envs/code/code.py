@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from envgym.core import Preset, TextEnv, Turn, check_number, short_repr
+from envgym.envs.code import stdio
+from envgym.envs.code.checkers import unknown_checker
 from envgym.envs.code.execution import Grade, format_output, grade_submission, run_code
 from envgym.envs.code.problems import (
     SPLITS,
@@ -31,6 +33,8 @@ __all__ = ["RUN_PYTHON_TOOL", "CodeEnv", "extract_code"]
 MAX_TIMEOUT_S = 600.0
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 _SUBMIT_EXAMPLE = "<answer>\n```python\ndef f(x):\n    return x\n```\n</answer>"
+_SUBMIT_PROGRAM = "<answer>\n```python\nprint(sum(map(int, input().split())))\n```\n</answer>"
+_RUN_PROGRAM = "<python>code</python><input>its stdin</input>"
 
 
 def extract_code(text: str, entry_point: str = "") -> str:
@@ -39,7 +43,7 @@ def extract_code(text: str, entry_point: str = "") -> str:
     blocks = [body for lang, body in _FENCE.findall(text) if lang.lower() in ("", "python", "py")]
     if not blocks:
         return textwrap.dedent(text).strip("\n")
-    chosen = next((b for b in blocks if f"def {entry_point}" in b), blocks[-1])
+    chosen = next((b for b in blocks if entry_point and f"def {entry_point}" in b), blocks[-1])
     return textwrap.dedent(chosen).strip("\n")
 
 
@@ -148,6 +152,8 @@ class CodeEnv(TextEnv):
         max_turns: int | None = None,
         sandbox_pool: SandboxPool | None = None,
         timeout_s: float = 10.0,
+        case_time_limit_s: float = 2.0,
+        case_memory_mb: int = 256,
         compile_weight: float = 0.0,
         public_weight: float = 0.0,
         format_penalty: float = 0.1,
@@ -157,6 +163,10 @@ class CodeEnv(TextEnv):
         if split not in SPLITS:
             raise ValueError(f"unknown split {short_repr(split)}; choose one of {SPLITS}")
         self.timeout_s = check_number(timeout_s, "timeout_s", 0.1, MAX_TIMEOUT_S)
+        self.case_time_limit_s = check_number(
+            case_time_limit_s, "case_time_limit_s", 0.05, MAX_TIMEOUT_S
+        )
+        self.case_memory_mb = int(check_number(case_memory_mb, "case_memory_mb", 32, 1 << 16))
         self.compile_weight = check_number(compile_weight, "compile_weight", 0.0, 1.0)
         self.public_weight = check_number(public_weight, "public_weight", 0.0, 1.0)
         if self.compile_weight + self.public_weight > 1.0:
@@ -168,6 +178,10 @@ class CodeEnv(TextEnv):
         loaded = load_split(split) if problems is None else resolve_problems(problems)
         if not loaded:
             raise ValueError("the problem set is empty")
+        for problem in loaded:
+            why = unknown_checker(problem.checker)
+            if why is not None:
+                raise ValueError(f"problem {problem.task_id!r}: {why}")
         self.split = split
         self._problems: tuple[Problem, ...] = tuple(sorted(loaded, key=lambda p: p.task_id))
         self._by_id = {p.task_id: p for p in self._problems}
@@ -210,6 +224,8 @@ class CodeEnv(TextEnv):
 
     def _problem_text(self) -> str:
         problem = self.problem
+        if problem.kind == "stdio":
+            return self._program_text()
         parts = [
             f"Write the Python function `{problem.entry_point}`:",
             f"```python\n{problem.prompt.rstrip()}\n```",
@@ -227,6 +243,25 @@ class CodeEnv(TextEnv):
             )
         return "\n\n".join(parts)
 
+    def _program_text(self) -> str:
+        parts = [
+            "Write a Python program that reads the input from stdin and prints the answer "
+            "to stdout.",
+            stdio.statement(self.problem, self._limits()),
+        ]
+        if self.max_turns == 1:
+            parts.append(f"Reply with the complete program in answer tags:\n{_SUBMIT_PROGRAM}")
+        else:
+            parts.append(
+                f"You have {self.max_turns} turns. Run your program on an input of your choice "
+                f"with {_RUN_PROGRAM}; submit the complete program in answer tags (one "
+                f"submission ends the episode):\n{_SUBMIT_PROGRAM}"
+            )
+        return "\n\n".join(parts)
+
+    def _limits(self) -> stdio.CaseLimits:
+        return stdio.CaseLimits.of(self.problem, self.case_time_limit_s, self.case_memory_mb)
+
     # ------------------------------------------------------------- actions
     def _act(self, action: str) -> Turn:
         self._sandbox_error = False
@@ -234,7 +269,7 @@ class CodeEnv(TextEnv):
         answer = parse_tag(body, "answer")
         if answer.ok:
             return self._submit(extract_code(answer.value or "", self.problem.entry_point))
-        code, error = self._run_request(body)
+        code, error, stdin = self._run_request(body)
         if self.turn + 1 >= self.max_turns:
             # The last reply is the submission, whatever form its code takes.
             if code is None and _FENCE.search(body):
@@ -246,29 +281,45 @@ class CodeEnv(TextEnv):
                 "Run code with <python>...</python>, or submit the complete function in "
                 f"answer tags:\n{_SUBMIT_EXAMPLE}"
             )
+            if self.problem.kind == "stdio":
+                hint = (
+                    f"Run your program with {_RUN_PROGRAM}, or submit the complete program "
+                    f"in answer tags:\n{_SUBMIT_PROGRAM}"
+                )
             return Turn(f"{error} {hint}", {"format": -self.format_penalty}, action_valid=False)
-        outcome = run_code(self._sandbox_pool, code, self.timeout_s)
+        if self.problem.kind == "stdio":
+            outcome = stdio.run_program(
+                self._sandbox_pool, code, stdin, self.timeout_s, self._limits()
+            )
+        else:
+            outcome = run_code(self._sandbox_pool, code, self.timeout_s)
         self._account(outcome.result.duration_s, outcome.sandbox_error)
         return Turn(format_output(outcome), {})
 
-    def _run_request(self, body: str) -> tuple[str | None, str]:
-        """The code a reply asks to run, or None and what was wrong."""
+    def _run_request(self, body: str) -> tuple[str | None, str, str]:
+        """The code a reply asks to run and its stdin (a stdio problem's
+        ``<input>`` block or the call's ``stdin``), or None and what was wrong."""
         tagged = parse_tag(body, "python")
         if tagged.ok:
             if not (tagged.value or "").strip():
-                return None, "Your <python> block is empty."
-            return textwrap.dedent(tagged.value), ""
+                return None, "Your <python> block is empty.", ""
+            given = parse_tag(body, "input")
+            stdin = (given.value or "").removeprefix("\n") if given.ok else ""
+            return textwrap.dedent(tagged.value), "", stdin
         if "<tool_call>" not in body.lower():
-            return None, "No <python>, tool call or <answer> found in your reply."
+            return None, "No <python>, tool call or <answer> found in your reply.", ""
         calls, error = parse_tool_calls(body)
         for call in calls:
             if call.name != "run_python":
-                return None, f"Unknown tool {short_repr(call.name, 40)}; the tool is run_python."
-            code = call.arguments.get("code")
+                why = f"Unknown tool {short_repr(call.name, 40)}; the tool is run_python."
+                return None, why, ""
+            code, stdin = call.arguments.get("code"), call.arguments.get("stdin", "")
             if not isinstance(code, str) or not code.strip():
-                return None, 'The run_python call needs a non-empty string "code" argument.'
-            return code, ""
-        return None, error or "No tool call found."
+                return None, 'The run_python call needs a non-empty string "code" argument.', ""
+            if not isinstance(stdin, str):
+                return None, 'The run_python call\'s "stdin" must be a string.', ""
+            return code, "", stdin
+        return None, error or "No tool call found.", ""
 
     def _submit(self, code: str) -> Turn:
         if not code.strip():
@@ -277,7 +328,14 @@ class CodeEnv(TextEnv):
                 {"format": -self.format_penalty},
                 action_valid=False,
             )
-        grade, outcome = grade_submission(self._sandbox_pool, self.problem, code, self.timeout_s)
+        if self.problem.kind == "stdio":
+            grade, outcome = stdio.grade_stdio(
+                self._sandbox_pool, self.problem, code, self.timeout_s, self._limits()
+            )
+        else:
+            grade, outcome = grade_submission(
+                self._sandbox_pool, self.problem, code, self.timeout_s
+            )
         if outcome is not None:
             self._account(grade.duration_s, grade.sandbox_error)
         hidden = grade.hidden_passed / len(grade.hidden)
@@ -296,7 +354,10 @@ class CodeEnv(TextEnv):
             "hidden_total": len(grade.hidden),
         }
         success = grade.hidden_passed == len(grade.hidden)
-        return Turn(_grade_text(grade, self.problem), components, terminated=True, success=success)
+        text = (stdio.grade_text if self.problem.kind == "stdio" else _grade_text)(
+            grade, self.problem
+        )
+        return Turn(text, components, terminated=True, success=success)
 
     def _account(self, seconds: float, sandbox_error: str | None) -> None:
         self._executions += 1
@@ -306,15 +367,18 @@ class CodeEnv(TextEnv):
     # ---------------------------------------------------------------- info
     def _task_info(self) -> dict[str, Any]:
         problem = self.problem
+        stdio_kind = problem is not None and problem.kind == "stdio"
         info: dict[str, Any] = {
             "state_key": f"{self.task_id}:{self.turn}",
-            "tools": [RUN_PYTHON_TOOL],
+            "tools": [stdio.STDIO_RUN_TOOL if stdio_kind else RUN_PYTHON_TOOL],
             "cost": {"executions": self._executions, "sandbox_seconds": self._sandbox_seconds},
             "sandbox_error": self._sandbox_error,
         }
         if self._grade is not None:
             info["grade"] = dict(self._grade)
-        if problem is not None:
+        if stdio_kind:
+            info["privileged"] = stdio.privileged(problem)
+        elif problem is not None:
             info["privileged"] = {
                 "tests": list(problem.tests),
                 "public_tests": list(problem.public_tests),

@@ -35,6 +35,8 @@ __all__ = [
     "format_output",
     "grade_submission",
     "run_code",
+    "run_job",
+    "trusted_job",
 ]
 
 #: Characters of stdout and of stderr shown to the agent per run.
@@ -65,7 +67,7 @@ def _sandbox_problem(result: ExecResult, timeout_s: float) -> str | None:
     return None
 
 
-def _run(
+def run_job(
     pool: SandboxPool | None,
     code: str,
     timeout_s: float,
@@ -88,7 +90,7 @@ def _run(
 
 def run_code(pool: SandboxPool | None, code: str, timeout_s: float) -> JobOutcome:
     """Run the agent's code as a program (no files, no stdin)."""
-    return _run(pool, code, timeout_s)
+    return run_job(pool, code, timeout_s)
 
 
 def _cut(text: str, head: bool) -> str:
@@ -177,24 +179,30 @@ def _refusal(code: str, entry_point: str) -> str | None:
 
 
 @functools.cache
-def harness_job() -> tuple[str, dict[str, str | bytes]]:
-    """The grading job's program and files: a stub that runs `harness.py` from
-    the bytecode compiled here when the sandbox's Python reads this Python's
-    bytecode (the same ``cache_tag``), else compiles the source it is sent
-    beside it. Compiling the harness took 2.7 ms of every grading job."""
-    source = HARNESS_PATH.read_text(encoding="utf-8")
-    compiled = marshal.dumps(compile(source, "harness.py", "exec", dont_inherit=True))
+def trusted_job(path: Path) -> tuple[str, dict[str, str | bytes]]:
+    """A trusted job's program and files: a stub that runs the module at `path`
+    from the bytecode compiled here when the sandbox's Python reads this
+    Python's bytecode (the same ``cache_tag``), else compiles the source it is
+    sent beside it. Compiling the harness took 2.7 ms of every grading job."""
+    name = path.stem
+    source = path.read_text(encoding="utf-8")
+    compiled = marshal.dumps(compile(source, f"{name}.py", "exec", dont_inherit=True))
     stub = (
         "import marshal, sys\n"
         f"if sys.implementation.cache_tag == {sys.implementation.cache_tag!r}:\n"
-        "    with open('harness.bin', 'rb') as f:\n"
+        f"    with open('{name}.bin', 'rb') as f:\n"
         "        code = marshal.loads(f.read())\n"
         "else:\n"
-        "    with open('harness.py', encoding='utf-8') as f:\n"
-        "        code = compile(f.read(), 'harness.py', 'exec')\n"
+        f"    with open('{name}.py', encoding='utf-8') as f:\n"
+        f"        code = compile(f.read(), '{name}.py', 'exec')\n"
         "exec(code, {'__name__': '__main__', '__builtins__': __builtins__})\n"
     )
-    return stub, {"harness.bin": compiled, "harness.py": source}
+    return stub, {f"{name}.bin": compiled, f"{name}.py": source}
+
+
+def harness_job() -> tuple[str, dict[str, str | bytes]]:
+    """The function-grading job (`harness.py`): see `trusted_job`."""
+    return trusted_job(HARNESS_PATH)
 
 
 def grade_submission(
@@ -230,7 +238,7 @@ def grade_submission(
 
     program, files = harness_job()
     files = {**files, "submission.py": code}
-    outcome = _run(pool, program, timeout_s, files=files, stdin=stdin)
+    outcome = run_job(pool, program, timeout_s, files=files, stdin=stdin)
     records = _read_results(outcome.result.stdout, mark)
     load = records.get(("load", 0))
 
