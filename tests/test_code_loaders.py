@@ -245,20 +245,23 @@ def _episodes(env, task_ids) -> list:
     return wrong
 
 
-BACKENDS = [pytest.param("bwrap"), pytest.param("docker", marks=pytest.mark.docker)]
+@pytest.fixture(scope="module", params=["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+def backend_pool(request):
+    """One sandbox pool per backend, shared by the formats' episodes."""
+    require_backend(request.param)
+    limits = Limits(timeout_s=10, memory_mb=256)
+    with SandboxPool(size=1, backend=request.param, limits=limits) as pool:
+        yield request.param, pool
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", list(FILES))
-def test_oracle_succeeds_and_a_wrong_solution_fails_through_make(name, backend, written):
-    require_backend(backend)
+def test_oracle_succeeds_and_a_wrong_solution_fails_through_make(name, backend_pool, written):
+    backend, pool = backend_pool
     problems = _load(written[name])
     ids = [p.task_id for p in problems if p.kind == "function" or GRADES_STDIO]
     if not ids:
         pytest.skip("this Code-v0 has no stdio grader yet (envs/code/stdio.py, issue 34's part)")
-    limits = Limits(timeout_s=10, memory_mb=256)
-    with SandboxPool(size=1, backend=backend, limits=limits) as pool:
-        env = gym.make("envgym/Code-v0", problems=str(written[name]), sandbox_pool=pool)
-        # On docker each format's first problem; every problem on bwrap.
-        assert _episodes(env, ids[: 1 if backend == "docker" else None]) == []
-        env.close()
+    env = gym.make("envgym/Code-v0", problems=str(written[name]), sandbox_pool=pool)
+    # On docker each format's first problem; every problem on bwrap.
+    assert _episodes(env, ids[: 1 if backend == "docker" else None]) == []
+    env.close()
