@@ -29,16 +29,19 @@ def lcb_compress(cases: list[dict]) -> str:
     return base64.b64encode(zlib.compress(pickle.dumps(json.dumps(cases)))).decode()
 
 
-SUM_PROGRAM = "a, b = map(int, input().split())\nprint(a + b)\n"
-SUM_WRONG = "a, b = map(int, input().split())\nprint(a - b)\n"
+# A product, not a sum: Code-v0's own example answer for stdin problems sums the line.
+PRODUCT_PROGRAM = "a, b = map(int, input().split())\nprint(a * b)\n"
+PRODUCT_WRONG = "a, b = map(int, input().split())\nprint(a + b)\n"
 
 APPS = [
     {
         "problem_id": 0,
-        "question": "Read two integers a and b on one line and print a + b.",
-        "solutions": json.dumps([SUM_PROGRAM, "print(sum(map(int, input().split())))"]),
+        "question": "Read two integers a and b on one line and print a * b.",
+        "solutions": json.dumps(
+            [PRODUCT_PROGRAM, "import math\nprint(math.prod(map(int, input().split())))"]
+        ),
         "input_output": json.dumps(
-            {"inputs": ["1 2\n", "10 -3\n", "0 0\n"], "outputs": ["3\n", "7\n", "0\n"]}
+            {"inputs": ["1 2\n", "10 -3\n", "3 3\n"], "outputs": ["2\n", "-30\n", "9\n"]}
         ),
         "difficulty": "introductory",
         "url": "https://example.org/0",
@@ -113,11 +116,11 @@ TACO = [
 
 CODECONTESTS = [
     {
-        "name": "1000_A. Sum of Two",
-        "description": "Print the sum of the two integers on the only line.",
-        "public_tests": {"input": ["1 2\n"], "output": ["3\n"]},
-        "private_tests": {"input": ["5 5\n"], "output": ["10\n"]},
-        "generated_tests": {"input": ["-1 1\n", "100 -7\n"], "output": ["0\n", "93\n"]},
+        "name": "1000_A. Product of Two",
+        "description": "Print the product of the two integers on the only line.",
+        "public_tests": {"input": ["1 2\n"], "output": ["2\n"]},
+        "private_tests": {"input": ["5 5\n"], "output": ["25\n"]},
+        "generated_tests": {"input": ["-1 1\n", "100 -7\n"], "output": ["-1\n", "-700\n"]},
         "source": 2,
         "difficulty": 7,
         # A C++ and a Python 2 solution before the Python 3 one (language 3).
@@ -125,11 +128,11 @@ CODECONTESTS = [
             "language": [2, 1, 3],
             "solution": [
                 "int main(){}",
-                "print sum(map(int, raw_input().split()))",
-                "print(sum(map(int, input().split())))",
+                "a, b = map(int, raw_input().split())\nprint a * b",
+                "a, b = map(int, input().split())\nprint(a * b)",
             ],
         },
-        "incorrect_solutions": {"language": [3], "solution": [SUM_WRONG]},
+        "incorrect_solutions": {"language": [3], "solution": [PRODUCT_WRONG]},
         "cf_contest_id": 1000,
         "cf_index": "A",
         "cf_points": 500.0,
@@ -174,18 +177,18 @@ LCB_FUNCTIONAL_PRIVATE = [
 LIVECODEBENCH = [
     {
         "question_title": "Add",
-        "question_content": "Read a and b and print a + b.",
+        "question_content": "Read a and b and print a * b.",
         "platform": "atcoder",
         "question_id": "abc001_a",
         "contest_id": "abc001",
         "contest_date": "2023-08-01T00:00:00",
         "starter_code": "",
         "difficulty": "easy",
-        "public_test_cases": json.dumps([{"input": "1 2\n", "output": "3\n", "testtype": "stdin"}]),
+        "public_test_cases": json.dumps([{"input": "1 2\n", "output": "2\n", "testtype": "stdin"}]),
         "private_test_cases": lcb_compress(
             [
-                {"input": "4 4\n", "output": "8\n", "testtype": "stdin"},
-                {"input": "-9 2\n", "output": "-7\n", "testtype": "stdin"},
+                {"input": "4 4\n", "output": "16\n", "testtype": "stdin"},
+                {"input": "-9 2\n", "output": "-18\n", "testtype": "stdin"},
             ]
         ),
         "metadata": "{}",
@@ -315,16 +318,16 @@ FILES: dict[str, list[dict]] = {
 
 LCB_MAXSUM = "from typing import List\n\ndef maxSum(nums, k):\n    return sum(sorted(nums)[-k:])\n"
 #: A right submission (where the file has no reference) and a wrong one, per task id.
-RIGHT = {"livecodebench/abc001_a": SUM_PROGRAM, "livecodebench/3000": LCB_MAXSUM}
+RIGHT = {"livecodebench/abc001_a": PRODUCT_PROGRAM, "livecodebench/3000": LCB_MAXSUM}
 WRONG = {
-    "apps/0": SUM_WRONG,
+    "apps/0": PRODUCT_WRONG,
     "apps/1": "input()\nprint(max(map(int, input().split())))\n",
     "apps/2": "def min_max(xs):\n    return [max(xs), min(xs)]\n",
     "taco/taco-0": "def countEven(nums):\n    return len(nums)\n",
     "taco/taco-1": "print(input())\n",
-    "codecontests/1000_A": SUM_WRONG,
+    "codecontests/1000_A": PRODUCT_WRONG,
     "codecontests/1001_B": "print(min(map(int, input().split())))\n",
-    "livecodebench/abc001_a": SUM_WRONG,
+    "livecodebench/abc001_a": PRODUCT_WRONG,
     "livecodebench/3000": "def maxSum(nums, k):\n    return sum(nums[:k])\n",
     "mbpp/11": "def remove_Occ(s, ch):\n    return s.replace(ch, '')\n",
     "mbpp/17": "def square_perimeter(a):\n    return a * a\n",

@@ -68,12 +68,12 @@ def test_each_format_loads_with_its_fields_mapped(written):
     assert reverse.solution == "print(input()[::-1])\n"  # the Python 2 one passed over
     assert (reverse.time_limit_s, reverse.memory_mb, reverse.difficulty) == (2.0, 64, "hard")
     contest = by_id["codecontests/1000_A"]
-    assert contest.solution == "print(sum(map(int, input().split())))"  # Python 3, not 2
+    assert contest.solution == "a, b = map(int, input().split())\nprint(a * b)"  # not Python 2
     assert (contest.time_limit_s, contest.memory_mb, contest.difficulty) == (2.5, 256, "easy")
     assert len(contest.public_io) == 1 and len(contest.hidden_io) == 3
     assert by_id["codecontests/1001_B"].solution == ""  # no Python 3 solution: no oracle
     lcb = by_id["livecodebench/abc001_a"]
-    assert [c.output for c in lcb.hidden_io] == ["8\n", "-7\n"] and lcb.solution == ""
+    assert [c.output for c in lcb.hidden_io] == ["16\n", "-18\n"] and lcb.solution == ""
     assert by_id["livecodebench/3000"].entry_point == "maxSum"
     mbpp = by_id["mbpp/17"]
     assert mbpp.setup == "SIDE = 4" and "\r" not in by_id["mbpp/11"].solution

@@ -166,15 +166,20 @@ ON_SANDBOXES = [
 ]
 #: Code-v0 on each standard dataset's layout (tests/data/code_formats, written by
 #: tests/code_format_files.py). The files with stdin/stdout problems need the
-#: stdio grader (envs/code/stdio.py).
+#: stdio grader (envs/code/stdio.py) and are slow: every cheat's answer is a
+#: program, run on every case (about 40 s a file), where a function problem
+#: refuses code that never names its function without a job.
 GRADES_STDIO = importlib.util.find_spec("envgym.envs.code.stdio") is not None
 STDIO_FORMATS = ("apps.jsonl", "taco.json", "codecontests.parquet", "livecodebench.jsonl")
 ON_CODE_FORMATS = [
     pytest.param(
         ("envgym/Code-v0", {"problems": str(CODE_FORMATS / name)}),
-        marks=pytest.mark.skipif(
-            name in STDIO_FORMATS and not GRADES_STDIO, reason="no stdio grader in this Code-v0"
-        ),
+        marks=[
+            pytest.mark.slow,
+            pytest.mark.skipif(not GRADES_STDIO, reason="no stdio grader in this Code-v0"),
+        ]
+        if name in STDIO_FORMATS
+        else [],
     )
     for name in CODE_FORMAT_FILES
 ]
