@@ -96,7 +96,9 @@ def test_folders_globs_lists_limits_and_splits(written, tmp_path):
     with pytest.raises(ValueError, match="no file of split 'validation'"):
         _load(tmp_path / "hf", split="validation")
     with pytest.raises(FileNotFoundError, match="no file matches"):
-        _load(str(tmp_path / "*.parquet"))
+        load_problems(str(tmp_path / "*.parquet"))  # at the call, before any next()
+    with pytest.raises(FileNotFoundError, match="no such file or folder"):
+        load_problems(tmp_path / "missing.jsonl")
 
 
 def test_the_shipped_fixture_files_match_the_records(written):

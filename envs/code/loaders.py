@@ -184,7 +184,13 @@ def load_problems(
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be a non-negative integer, got {limit!r}")
     report = report if report is not None else LoadReport()
-    files = _files(source, split)
+    # The sources are checked now, so a wrong path fails at the call, not at the first next().
+    return _problems(_files(source, split), format, limit, report)
+
+
+def _problems(
+    files: list[Path], format: str | None, limit: int | None, report: LoadReport
+) -> Iterator[Problem]:
     yielded = 0
     for path in files:
         if limit is not None and yielded >= limit:
@@ -195,7 +201,8 @@ def load_problems(
         for index, (where, record) in enumerate(read_records(path)):
             empty = False
             if not isinstance(record, dict):
-                raise ValueError(f"{where}: a record must be a JSON object, got a {type(record)}")
+                got = type(record).__name__
+                raise ValueError(f"{where}: a record must be a JSON object, got a {got}")
             if fmt is None:
                 fmt = detect_format(record, str(path))
             problem = FORMATS[fmt].convert(record, where, f"{_stem(path)}-{index}")
