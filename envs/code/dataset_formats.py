@@ -373,6 +373,8 @@ def _evalplus(record: dict, where: str, fallback: str) -> Problem | Skip:
     _need(record, where, "EvalPlus", fields)
     task_id = _string(record, "task_id", where)
     entry = _string(record, "entry_point", where)
+    if not entry.isidentifier():
+        raise ValueError(f"{where}: entry_point must be a Python name, got {entry[:80]!r}")
     prompt = _string(record, "prompt", where)
     canonical = _string(record, "canonical_solution", where)
     # HumanEval+'s canonical solution continues the prompt; MBPP+'s stands alone.
