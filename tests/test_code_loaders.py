@@ -140,6 +140,10 @@ def test_a_parquet_file_is_read_a_batch_at_a_time(tmp_path, monkeypatch):
         ('{"question": "q", "input_output": "{\\"inputs\\": [\\"1\\"]}"}\n', "not as many outputs"),
         ('{"question": "q", "input_output": "[1"}\n', "'input_output' is not valid JSON"),
         ("[1, 2]", "a record must be a JSON object"),
+        (
+            json.dumps(dict(FILES["humanevalplus.jsonl"][0], entry_point="f(); import os")),
+            "entry_point must be a Python name",
+        ),
     ],
 )
 def test_bad_files_are_refused_naming_the_file_and_line(tmp_path, content, says):
