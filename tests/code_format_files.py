@@ -243,6 +243,47 @@ MBPP = [
     },
 ]
 
+#: MBPP's sanitized set (Hugging Face's "sanitized" config): "prompt", not "text".
+MBPP_SANITIZED = [
+    {
+        "source_file": "Benchmark Questions Verification V2.ipynb",
+        "task_id": 2,
+        "prompt": "Write a function to find the shared elements from the given two lists.",
+        "code": "def similar_elements(test_tup1, test_tup2):\n"
+        "  res = tuple(set(test_tup1) & set(test_tup2))\n  return (res) ",
+        "test_imports": ["import math"],
+        "test_list": [
+            "assert set(similar_elements((3, 4, 5, 6),(5, 7, 4, 10))) == set((4, 5))",
+            "assert math.isclose(len(similar_elements((1, 2, 3, 4),(5, 4, 3, 7))), 2)",
+        ],
+    },
+]
+
+HUMANEVAL = [
+    {
+        "task_id": "HumanEval/53",
+        "prompt": '\n\ndef add(x: int, y: int):\n    """Add two numbers x and y\n'
+        '    >>> add(2, 3)\n    5\n    """\n',
+        "canonical_solution": "    return x + y\n",
+        "test": "\n\nMETADATA = {}\n\n\ndef check(candidate):\n"
+        "    import random\n\n    assert candidate(0, 1) == 1\n    assert candidate(1, 0) == 1\n"
+        "    assert candidate(2, 3) == 5\n\n    for i in range(20):\n"
+        "        x, y = random.randint(0, 1000), random.randint(0, 1000)\n"
+        "        assert candidate(x, y) == x + y\n\n",
+        "entry_point": "add",
+    },
+    {
+        "task_id": "HumanEval/34",
+        "prompt": '\n\ndef unique(l: list):\n    """Return sorted unique elements in a list\n'
+        '    >>> unique([5, 3, 5, 2])\n    [2, 3, 5]\n    """\n',
+        "canonical_solution": "    return sorted(list(set(l)))\n",
+        "test": "\n\nMETADATA = {}\n\n\ndef check(candidate):\n"
+        "    assert candidate([5, 3, 5, 2, 3, 3, 9, 0, 123]) == [0, 2, 3, 5, 9, 123]\n"
+        "    assert candidate([1]) == [1]\n\n",
+        "entry_point": "unique",
+    },
+]
+
 MBPPPLUS = [
     {
         "task_id": "Mbpp/2",
@@ -312,6 +353,8 @@ FILES: dict[str, list[dict]] = {
     "codecontests.parquet": CODECONTESTS,
     "livecodebench.jsonl": LIVECODEBENCH,
     "mbpp.jsonl": MBPP,
+    "mbpp-sanitized.parquet": MBPP_SANITIZED,
+    "humaneval.jsonl": HUMANEVAL,
     "mbppplus.jsonl.gz": MBPPPLUS,
     "humanevalplus.jsonl": HUMANEVALPLUS,
 }
@@ -331,6 +374,9 @@ WRONG = {
     "livecodebench/3000": "def maxSum(nums, k):\n    return sum(nums[:k])\n",
     "mbpp/11": "def remove_Occ(s, ch):\n    return s.replace(ch, '')\n",
     "mbpp/17": "def square_perimeter(a):\n    return a * a\n",
+    "mbpp/2": "def similar_elements(a, b):\n    return tuple(a)\n",
+    "HumanEval/53": "def add(x, y):\n    return x - y if x < 100 else x + y\n",
+    "HumanEval/34": "def unique(l):\n    return sorted(l)\n",
     "mbppplus/2": "def similar_elements(a, b):\n    return tuple(a)\n",
     "mbppplus/139": "def circle_circumference(r):\n    return 3.14 * 2 * r\n",
     "humanevalplus/0": "def has_close_elements(numbers, threshold):\n    return False\n",

@@ -31,6 +31,8 @@ FORMAT_OF = {
     "codecontests.parquet": "codecontests",
     "livecodebench.jsonl": "livecodebench",
     "mbpp.jsonl": "mbpp",
+    "mbpp-sanitized.parquet": "mbpp",
+    "humaneval.jsonl": "humaneval",
     "mbppplus.jsonl.gz": "evalplus",
     "humanevalplus.jsonl": "evalplus",
 }
@@ -78,6 +80,12 @@ def test_each_format_loads_with_its_fields_mapped(written):
     mbpp = by_id["mbpp/17"]
     assert mbpp.setup == "SIDE = 4" and "\r" not in by_id["mbpp/11"].solution
     assert len(by_id["mbpp/11"].tests) == 4  # the challenge test too
+    sanitized = by_id["mbpp/2"]
+    assert sanitized.entry_point == "similar_elements" and sanitized.setup.startswith("import math")
+    human = by_id["HumanEval/34"]
+    assert len(human.tests) == 2 and human.tests[1].startswith("candidate = unique\nassert")
+    assert len(by_id["HumanEval/53"].tests) == 1  # a check with a loop runs whole
+    assert human.reference_code == human.prompt + human.solution
     plus = by_id["humanevalplus/0"]
     assert plus.solution.startswith(plus.prompt) and len(plus.tests) == 5
     assert "exec(" in plus.setup  # expected results come from the reference, in the sandbox
@@ -87,7 +95,8 @@ def test_folders_globs_lists_limits_and_splits(written, tmp_path):
     folder = next(iter(written.values())).parent
     everything = _load(folder)
     assert len(everything) == sum(len(r) for r in FILES.values())
-    assert len(_load(str(folder / "*.jsonl"))) == 2 + 2 + 3 + 2
+    jsonl = [name for name in FILES if name.endswith(".jsonl")]
+    assert len(_load(str(folder / "*.jsonl"))) == sum(len(FILES[name]) for name in jsonl)
     assert len(_load([written["mbpp.jsonl"], written["taco.json"]])) == 4
     assert len(_load(folder, limit=3)) == 3
     write_format("mbpp.jsonl", tmp_path / "hf" / "test-00000-of-00001.jsonl")
@@ -159,11 +168,12 @@ def test_an_unknown_layout_lists_the_layouts_with_an_example(tmp_path):
     path.write_text('{"id": 1}\n')
     with pytest.raises(ValueError) as raised:
         _load(path)
-    for name in ("apps", "codecontests", "livecodebench", "mbpp", "evalplus", "format="):
+    for name in ("apps", "codecontests", "livecodebench", "mbpp", "evalplus", "humaneval"):
         assert name in str(raised.value)
     with pytest.raises(ValueError, match="unknown format 'apss'"):
         _load(path, format="apss")
-    with pytest.raises(ValueError, match="a MBPP record needs text, code, test_list"):
+    assert "format=" in str(raised.value)
+    with pytest.raises(ValueError, match="jsonl:1: a MBPP record needs code, test_list; it has id"):
         _load(path, format="mbpp")
 
 

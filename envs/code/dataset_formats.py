@@ -38,6 +38,7 @@ from envgym.envs.code.problems import (
     Problem,
     check_problem,
     problems_from_records,
+    split_check,
     to_printable,
 )
 
@@ -328,9 +329,13 @@ def _lcb_cases(value: Any, where: str, which: str) -> list[dict]:
 
 # --------------------------------------------------------------------- MBPP
 def _mbpp(record: dict, where: str, fallback: str) -> Problem | Skip:
-    _need(record, where, "MBPP", ("text", "code", "test_list"))
+    _need(record, where, "MBPP", ("code", "test_list"))
     code = _string(record, "code", where)
-    text = _string(record, "text", where)
+    # The full set names the statement "text"; the sanitized set, "prompt".
+    text = _string(record, "text" if "text" in record else "prompt", where)
+    imports = record.get("test_imports") or []
+    if not isinstance(imports, list) or not all(isinstance(i, str) for i in imports):
+        raise ValueError(f"{where}: test_imports must be a list of import lines")
     tests = record["test_list"]
     extra = record.get("challenge_test_list") or []
     if not isinstance(tests, list) or not isinstance(extra, list):
@@ -350,7 +355,7 @@ def _mbpp(record: dict, where: str, fallback: str) -> Problem | Skip:
             solution=code.replace("\r\n", "\n"),
             tests=tuple(tests),
             public_tests=tuple(tests[:PUBLIC_CASES]),
-            setup=_string(record, "test_setup_code", where, empty=True),
+            setup="\n".join([*imports, _string(record, "test_setup_code", where, empty=True)]),
             split="mbpp",
         )
     )
@@ -407,6 +412,30 @@ def _evalplus(record: dict, where: str, fallback: str) -> Problem | Skip:
     )
 
 
+# ---------------------------------------------------------------- HumanEval
+def _humaneval(record: dict, where: str, fallback: str) -> Problem | Skip:
+    """HumanEval's layout (OpenAI's HumanEval.jsonl and the sets written like
+    it), read as Code-v0's ``humaneval`` split reads the wheel's copy."""
+    fields = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
+    _need(record, where, "HumanEval", fields)
+    entry = _string(record, "entry_point", where)
+    if not entry.isidentifier():
+        raise ValueError(f"{where}: entry_point must be a Python name, got {entry[:80]!r}")
+    test = _string(record, "test", where)
+    return check_problem(
+        Problem(
+            task_id=_string(record, "task_id", where),
+            difficulty="humaneval",
+            entry_point=entry,
+            prompt=to_printable(_string(record, "prompt", where)),
+            solution=_string(record, "canonical_solution", where),
+            tests=split_check(test, entry),
+            setup=test,
+            split="humaneval",
+        )
+    )
+
+
 # -------------------------------------------------------------------- envgym
 def _envgym(record: dict, where: str, fallback: str) -> Problem | Skip:
     (problem,) = problems_from_records([record], where, split="custom")
@@ -421,9 +450,17 @@ FORMATS: dict[str, Format] = {
         '"entry_point": "f", "base_input": [[1]], "plus_input": [[2]], "atol": 0}',
         _evalplus,
     ),
+    "humaneval": Format(
+        "humaneval",
+        ("task_id", "prompt", "canonical_solution", "test", "entry_point"),
+        '{"task_id": "HumanEval/0", "prompt": "def f(x):\\n    \\"\\"\\"...\\"\\"\\"\\n", '
+        '"canonical_solution": "    return x\\n", "test": "def check(candidate): ...", '
+        '"entry_point": "f"}',
+        _humaneval,
+    ),
     "mbpp": Format(
         "mbpp",
-        ("text", "code", "test_list"),
+        ("code", "test_list"),
         '{"task_id": 1, "text": "Write a function ...", "code": "def f(a): ...", '
         '"test_list": ["assert f(1) == 2"], "test_setup_code": "", "challenge_test_list": []}',
         _mbpp,
