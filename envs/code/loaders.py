@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from envgym.envs.code.dataset_formats import FORMATS, Skip, detect_format
-from envgym.envs.code.problems import Problem
+from envgym.envs.code.problems import Problem, _check_unique, check_problem
 
-__all__ = ["FORMATS", "LoadReport", "load_problems", "read_records"]
+__all__ = ["FORMATS", "LoadReport", "load_problems", "read_records", "resolve_problems"]
 
 #: Rows read from a parquet file at a time.
 PARQUET_BATCH_ROWS = 256
@@ -221,3 +221,28 @@ def _problems(
             reasons = "; ".join(f"{n} {why}" for why, n in skipped.most_common())
             total = sum(skipped.values())
             warnings.warn(f"{path}: skipped {total} records: {reasons}", stacklevel=2)
+
+
+def resolve_problems(problems: Any) -> tuple[Problem, ...]:
+    """The problems a Code env's ``problems=`` names: `Problem` records as they
+    are, and paths, globs or folders (or a list mixing them) read by
+    `load_problems`; task ids must be unique across them."""
+    if isinstance(problems, str | Path):
+        sources: list[Any] = [problems]
+    elif isinstance(problems, Iterable):
+        sources = list(problems)
+    else:
+        raise ValueError(
+            "problems= must be a path, a glob, a list of paths or a list of Problem records, "
+            f"got a {type(problems).__name__}"
+        )
+    odd = [p for p in sources if not isinstance(p, Problem | str | Path)]
+    if odd:
+        raise ValueError(
+            f"problems= holds a {type(odd[0]).__name__}; give paths, globs or Problem records"
+        )
+    loaded = [check_problem(p) for p in sources if isinstance(p, Problem)]
+    for path in (p for p in sources if isinstance(p, str | Path)):
+        loaded.extend(load_problems(path))
+    _check_unique(loaded, "problems=")
+    return tuple(loaded)

@@ -15,7 +15,7 @@ import gzip
 import importlib.util
 import json
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,6 @@ __all__ = [
     "load_problem_file",
     "load_split",
     "problems_from_records",
-    "resolve_problems",
 ]
 
 SPLITS = ("basic", "humaneval", "stdio")
@@ -346,49 +345,6 @@ def load_split(split: str) -> tuple[Problem, ...]:
     if split == "humaneval":
         return load_humaneval()
     raise ValueError(f"unknown split {split!r}; choose one of {SPLITS}")
-
-
-def resolve_problems(problems: Any) -> tuple[Problem, ...]:
-    """The problems a Code env's ``problems=`` names: `Problem` records as they
-    are; a path, glob or list of them read by
-    `envgym.envs.code.loaders.load_problems` (imported only then), or, without
-    that module, one JSON file in the basic format (`load_problem_file`)."""
-    if isinstance(problems, str | Path):
-        sources: list[Any] = [problems]
-    elif isinstance(problems, Iterable):
-        sources = list(problems)
-    else:
-        raise ValueError(
-            "problems= must be a path, a glob, a list of paths or a list of Problem records, "
-            f"got a {type(problems).__name__}"
-        )
-    records = [p for p in sources if isinstance(p, Problem)]
-    paths = [p for p in sources if isinstance(p, str | Path)]
-    if len(records) + len(paths) != len(sources):
-        odd = next(p for p in sources if not isinstance(p, Problem | str | Path))
-        raise ValueError(
-            f"problems= holds a {type(odd).__name__}; give paths, globs or Problem records"
-        )
-    for problem in records:
-        check_problem(problem)
-    loaded = list(records)
-    if paths:
-        try:
-            from envgym.envs.code.loaders import load_problems
-        except ImportError:
-            load_problems = None
-        for path in paths:
-            if load_problems is not None:
-                loaded.extend(check_problem(p) for p in load_problems(path))
-            elif Path(path).suffix == ".json" and Path(path).is_file():
-                loaded.extend(load_problem_file(path))
-            else:
-                raise ValueError(
-                    f"cannot read problems from {path}: this envgym reads only a JSON file "
-                    "in the basic format (a list of problem objects) there"
-                )
-    _check_unique(loaded, "problems=")
-    return tuple(loaded)
 
 
 def check_problem(problem: Problem) -> Problem:
