@@ -5,6 +5,7 @@ docker and on bwrap where a test runs commands: `SESSION_CASES`)."""
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import os
 import pickle
@@ -15,6 +16,8 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from code_format_files import DATA as CODE_FORMATS
+from code_format_files import FILES as CODE_FORMAT_FILES
 from gymnasium.utils.env_checker import check_env
 from postgres_server import ON_POSTGRES
 from postgres_server import engine_kwargs as _engine_kwargs
@@ -121,12 +124,33 @@ VARIANTS = [
     ("envgym/WebShop-v0", {"observation": "html"}),
     *STDIO,
 ]
+#: Code-v0 on each standard dataset's layout (tests/data/code_formats, written
+#: by tests/code_format_files.py): one case per format's file; all of them at
+#: once also plays the determinism and fuzz tests (slow: the fuzz takes 10 s).
+CODE_FORMATS_CASES = [
+    pytest.param("envgym/Code-v0", {"problems": str(CODE_FORMATS / name)}, id=f"Code-v0-{name}")
+    for name in CODE_FORMAT_FILES
+]
+VARIANTS += CODE_FORMATS_CASES
 CHECK_CASES = LEVEL_CASES + VARIANTS
 #: Observation modes beyond the default text, also checked for determinism and fuzzing.
 MODES = [
     *ON_FILES,
     ("envgym/Shop-v0", {"difficulty": "hard", "observation": "html"}),
     ("envgym/WebShop-v0", {"observation": "html"}),
+    pytest.param(
+        "envgym/Code-v0",
+        {"problems": str(CODE_FORMATS)},
+        # The stdin/stdout problems among them need the stdio grader to be submitted to.
+        marks=[
+            pytest.mark.slow,
+            pytest.mark.skipif(
+                importlib.util.find_spec("envgym.envs.code.stdio") is None,
+                reason="no stdio grader in this Code-v0 (envs/code/stdio.py)",
+            ),
+        ],
+        id="Code-v0-every-code-format",
+    ),
 ]
 MODE_CASES = LEVEL_CASES + MODES
 

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from code_format_files import DATA as CODE_FORMATS
+from code_format_files import FILES as CODE_FORMAT_FILES
 from grader_attacks import forgery
 from postgres_server import ON_POSTGRES, engine_kwargs
 from sandbox_backends import require_backend
@@ -186,19 +188,34 @@ ON_FILES = [
 ]
 #: Code-v0's stdin/stdout problems, a second kind of problem beside its default.
 STDIO = [("envgym/Code-v0", {"split": "stdio"})]
+#: Code-v0 on each standard dataset's layout (tests/data/code_formats, written by
+#: tests/code_format_files.py). Every cheat's answer to a stdin/stdout problem is a
+#: program run on every case (about 40 s a file), and the grader is the same for
+#: every stdin/stdout layout (the loaders are checked in tests/test_code_loaders.py),
+#: so APPS's file runs here and the other three stdin/stdout layouts run with the
+#: sweeps (ENVGYM_SWEEPS=1).
+SWEPT_STDIO_FORMATS = ("taco.json", "codecontests.parquet", "livecodebench.jsonl")
+ON_CODE_FORMATS = [
+    pytest.param(
+        ("envgym/Code-v0", {"problems": str(CODE_FORMATS / name)}),
+        marks=[pytest.mark.sweep] if name in SWEPT_STDIO_FORMATS else [],
+    )
+    for name in CODE_FORMAT_FILES
+]
 CASES = (
     [(env_id, {}) for env_id in IDS if env_id not in SESSION_IDS]
     + ON_ENGINES
     + ON_SANDBOXES
     + ON_FILES
     + STDIO
+    + ON_CODE_FORMATS
 )
 
 
 def _case_id(case) -> str:
     env_id, kwargs = case.values[0] if hasattr(case, "values") else case
-    names = {"engine": lambda v: "postgres", "problems": lambda v: "files"}
-    return env_id + "".join(f"-{names.get(k, str)(v)}" for k, v in kwargs.items())
+    shown = {"engine": lambda v: "postgres", "problems": lambda v: Path(v).name}
+    return env_id + "".join(f"-{shown.get(k, str)(v)}" for k, v in kwargs.items())
 
 
 def _play(env: gym.Env, act: Callable[[str, dict, random.Random, int], str], episodes: int):

@@ -18,6 +18,7 @@ from envgym.core import Preset, TextEnv, Turn, check_number, short_repr
 from envgym.envs.code import stdio
 from envgym.envs.code.checkers import unknown_checker
 from envgym.envs.code.execution import Grade, format_output, grade_submission, run_code
+from envgym.envs.code.loaders import resolve_problems
 from envgym.envs.code.problems import (
     SPLITS,
     Problem,
