@@ -22,8 +22,6 @@ from envgym.envs.code.loaders import resolve_problems
 from envgym.envs.code.problems import (
     SPLITS,
     Problem,
-    check_problem,
-    load_problem_file,
     load_split,
     to_printable,
 )
@@ -217,7 +215,7 @@ class CodeEnv(TextEnv):
                 f"hidden tests), got {self.compile_weight + self.public_weight:g}"
             )
         self.format_penalty = check_number(format_penalty, "format_penalty", 0.0, 1.0)
-        loaded = load_split(split) if problems is None else _resolve_problems(problems)
+        loaded = load_split(split) if problems is None else resolve_problems(problems)
         if not loaded:
             raise ValueError("the problem set is empty")
         for problem in loaded:
@@ -429,15 +427,6 @@ class CodeEnv(TextEnv):
                 "solution": problem.reference_code,
             }
         return info
-
-
-def _resolve_problems(problems: str | Path | Sequence[Problem]) -> tuple[Problem, ...]:
-    """``problems=``: `Problem` records, or one JSON file in the basic format.
-    (The dataset loaders, `envgym.envs.code.loaders.resolve_problems`, take
-    this over where they are merged.)"""
-    if isinstance(problems, str | Path):
-        return load_problem_file(problems)
-    return tuple(check_problem(p) for p in problems)
 
 
 def _grade_text(grade: Grade, problem: Problem) -> str:
