@@ -238,8 +238,9 @@ class TextEnv(gym.Env[str, str]):
             )
         if "difficulty" in options:
             self._set_difficulty(self._check_difficulty(options["difficulty"]))
-        # The getter builds a new dict (and arrays) on every read: nothing to copy.
-        self._reset_rng_state = self.np_random.bit_generator.state
+        if self.fork_by_replay:  # only a replayed fork reads it (1 us a reset)
+            # The getter builds a new dict (and arrays) on every read: nothing to copy.
+            self._reset_rng_state = self.np_random.bit_generator.state
         self._reset_options = options
         self._actions = []
         self.turn = 0

@@ -143,7 +143,7 @@ class KuhnPoker(MultiAgentTextEnv):
     }
     default_max_moves: ClassVar[int] = 3
     lower_case_moves: ClassVar[bool] = True
-    snapshot_exclude: ClassVar[tuple[str, ...]] = ("rounds", "nash_alpha")
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("rounds", "nash_alpha", "_info_keys")
     system_prompt: ClassVar[str] = (
         "You are playing Kuhn poker. The deck has three cards: Jack < Queen < King. "
         "In each hand both players ante 1 chip and get one card; player_0 acts first. "
@@ -170,6 +170,8 @@ class KuhnPoker(MultiAgentTextEnv):
         self.net = 0  # player 0's net chips from the hands finished so far
         self.previous = ""  # the last finished hand's result, in a match
         self._fixed_deals: list[list[int]] = []
+        # Both players' information keys and the `_version` they were built at.
+        self._info_keys: tuple[int, tuple[str, str]] = (-1, ("", ""))
 
     def _new_game(self, options: dict[str, Any]) -> None:
         self._fixed_deals = (
@@ -260,7 +262,14 @@ class KuhnPoker(MultiAgentTextEnv):
 
     def _information_key(self, player: int) -> str:
         # A player's information state: its seat, its own card, the betting.
-        return f"player_{player}:{CARDS[self.cards[player]]}:{self._public_key()}"
+        # Every move asks for both players' keys: they are built once per state.
+        version, keys = self._info_keys
+        if version != self._version:
+            public = self._public_key()
+            mine, theirs = self.cards
+            keys = (f"player_0:{CARDS[mine]}:{public}", f"player_1:{CARDS[theirs]}:{public}")
+            self._info_keys = (self._version, keys)
+        return keys[player]
 
     def _render_text(self) -> str:
         # A spectator's view for humans: both cards are shown.
@@ -288,7 +297,8 @@ class KuhnPoker(MultiAgentTextEnv):
         return chosen  # past the loop only by rounding: the last possible action
 
     def privileged_info(self) -> dict[str, Any]:
-        return {"cards": {f"player_{p}": CARDS[c] for p, c in enumerate(self.cards)}}
+        mine, theirs = self.cards
+        return {"cards": {"player_0": CARDS[mine], "player_1": CARDS[theirs]}}
 
 
 _DEALS = tuple((a, b) for a in range(3) for b in range(3) if a != b)
