@@ -207,16 +207,13 @@ class KuhnPoker(MultiAgentTextEnv):
             return None  # player 0 checked: player 1 to act
         if action == "fold":
             winner, won = other, self.chips[player]
-            result = f"player_{player} folds, player_{other} wins {won} chip"
+            result = _fold_text(player, won)
         else:
             if action == "call":
                 self.chips[player] += 1
             winner = 0 if self.cards[0] > self.cards[1] else 1
             won = self.chips[1 - winner]
-            result = (
-                f"showdown for a pot of {sum(self.chips)}, player_{winner} holds the higher "
-                f"card and wins {won} chip{'s' if won > 1 else ''}"
-            )
+            result = _showdown_text(sum(self.chips), winner, won)
         self.net += won if winner == 0 else -won
         if self.hand < self.rounds:
             self.previous = result
@@ -313,6 +310,21 @@ def _betting_text(history: tuple[str, ...]) -> str:
     if not history:
         return "none"
     return ", ".join(f"player_{i % 2} {_PAST[a]}" for i, a in enumerate(history))
+
+
+@lru_cache(maxsize=8)
+def _fold_text(player: int, won: int) -> str:
+    """A hand's result when `player` folds (a few such texts exist: cached)."""
+    return f"player_{player} folds, player_{1 - player} wins {won} chip"
+
+
+@lru_cache(maxsize=16)
+def _showdown_text(pot: int, winner: int, won: int) -> str:
+    """A showdown's result (a few such texts exist: cached)."""
+    return (
+        f"showdown for a pot of {pot}, player_{winner} holds the higher "
+        f"card and wins {won} chip{'s' if won > 1 else ''}"
+    )
 
 
 def _move_prompt(first: str, second: str) -> str:
