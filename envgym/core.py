@@ -230,7 +230,7 @@ class TextEnv(gym.Env[str, str]):
     ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = dict(options or {})
-        unknown = sorted(set(options) - set(self.reset_options))
+        unknown = sorted(set(options).difference(self.reset_options)) if options else None
         if unknown:
             raise ValueError(
                 f"unknown reset option(s) {short_repr(unknown)}; {type(self).__name__} takes "
