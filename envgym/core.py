@@ -238,7 +238,7 @@ class TextEnv(gym.Env[str, str]):
     ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = dict(options or {})
-        unknown = sorted(set(options) - set(self.reset_options))
+        unknown = sorted(set(options).difference(self.reset_options)) if options else None
         if unknown:
             raise ValueError(
                 f"unknown reset option(s) {short_repr(unknown)}; {type(self).__name__} takes "
@@ -246,8 +246,9 @@ class TextEnv(gym.Env[str, str]):
             )
         if "difficulty" in options:
             self._set_difficulty(self._check_difficulty(options["difficulty"]))
-        # The getter builds a new dict (and arrays) on every read: nothing to copy.
-        self._reset_rng_state = self.np_random.bit_generator.state
+        if self.fork_by_replay:  # only a replayed fork reads it (1 us a reset)
+            # The getter builds a new dict (and arrays) on every read: nothing to copy.
+            self._reset_rng_state = self.np_random.bit_generator.state
         self._reset_options = options
         self._actions = []
         self.turn = 0

@@ -208,6 +208,8 @@ class MultiAgentTextEnv(AECEnv):
             if not parsed.ok:
                 return None, parsed.error
             value = parsed.value
+        if self.lower_case_moves and value in legal:
+            return value, None  # already normalized: the commonest reply
         wanted = " ".join(value.split()).lower()
         if self.lower_case_moves:
             # Every legal action is its own lower case: the first whose lower
@@ -256,15 +258,15 @@ class MultiAgentTextEnv(AECEnv):
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         if seed is not None:
             self._np_random, self._pending_seed = None, seed
-        self.agents = list(self.possible_agents)
+        self.agents = agents = list(self.possible_agents)
         self._version += 1
-        self.rewards = {a: 0.0 for a in self.agents}
-        self._cumulative_rewards = {a: 0.0 for a in self.agents}
-        self.terminations = {a: False for a in self.agents}
-        self.truncations = {a: False for a in self.agents}
+        self.rewards = dict.fromkeys(agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(agents, 0.0)
+        self.terminations = dict.fromkeys(agents, False)
+        self.truncations = dict.fromkeys(agents, False)
         self.moves = 0
         self._strikes = 0
-        self._notes = {a: "" for a in self.agents}
+        self._notes = dict.fromkeys(agents, "")
         self.outcome = ""
         self._skip_agent_selection = None
         self._new_game(dict(options or {}))

@@ -209,6 +209,21 @@ def best_columns(me: int, other: int, depth: int) -> tuple[int, ...]:
     return tuple(sorted(chosen))
 
 
+def _rows(x: int, o: int) -> list[str]:
+    """The board of X's stones `x` and O's `o` as text rows, top row first."""
+    columns = [_COLUMN_CELLS[x >> s & _COLUMN_BITS, o >> s & _COLUMN_BITS] for s in _COLUMN_SHIFTS]
+    return ["".join(row) for row in zip(*columns, strict=True)]
+
+
+def _board_texts(x: int, o: int) -> tuple[str, str]:
+    """The board drawn for players (under the column numbers) and as a state key."""
+    rows = _rows(x, o)
+    return "\n".join([_HEADER, *(" ".join(row) for row in rows)]), "/".join(rows)
+
+
+_EMPTY_TEXTS = _board_texts(0, 0)
+
+
 class ConnectFour(MarkGame):
     """Connect Four for two players on a 6-row, 7-column board.
 
@@ -293,6 +308,8 @@ class ConnectFour(MarkGame):
         self.stones = [0, 0]
         self.current = 0
         self.last_move = ""
+        # Every game starts from the empty board: its texts are built once.
+        self._texts_cache = (self._version, *_EMPTY_TEXTS)
 
     def _legal_actions(self, player: int) -> list[str]:
         # open_columns, looked up: a column is open while its top cell is empty.
@@ -322,20 +339,14 @@ class ConnectFour(MarkGame):
 
     def _rows(self) -> list[str]:
         """The board as text rows, top row first."""
-        x, o = self.stones
-        columns = [
-            _COLUMN_CELLS[x >> s & _COLUMN_BITS, o >> s & _COLUMN_BITS] for s in _COLUMN_SHIFTS
-        ]
-        return ["".join(row) for row in zip(*columns, strict=True)]
+        return _rows(*self.stones)
 
     def _texts(self) -> tuple[str, str]:
         """`_grid()` and `_state_key()` without its mark, once per game state
         (a move patches the previous state's texts: one cell changes)."""
         version, grid, key = self._texts_cache
         if version != self._version:
-            rows = self._rows()
-            grid = "\n".join([_HEADER, *(" ".join(row) for row in rows)])
-            key = "/".join(rows)
+            grid, key = _board_texts(*self.stones)
             self._texts_cache = (self._version, grid, key)
         return grid, key
 

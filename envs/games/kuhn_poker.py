@@ -143,7 +143,7 @@ class KuhnPoker(MultiAgentTextEnv):
     }
     default_max_moves: ClassVar[int] = 3
     lower_case_moves: ClassVar[bool] = True
-    snapshot_exclude: ClassVar[tuple[str, ...]] = ("rounds", "nash_alpha")
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("rounds", "nash_alpha", "_info_keys")
     system_prompt: ClassVar[str] = (
         "You are playing Kuhn poker. The deck has three cards: Jack < Queen < King. "
         "In each hand both players ante 1 chip and get one card; player_0 acts first. "
@@ -170,6 +170,8 @@ class KuhnPoker(MultiAgentTextEnv):
         self.net = 0  # player 0's net chips from the hands finished so far
         self.previous = ""  # the last finished hand's result, in a match
         self._fixed_deals: list[list[int]] = []
+        # Both players' information keys and the `_version` they were built at.
+        self._info_keys: tuple[int, tuple[str, str]] = (-1, ("", ""))
 
     def _new_game(self, options: dict[str, Any]) -> None:
         self._fixed_deals = (
@@ -205,16 +207,13 @@ class KuhnPoker(MultiAgentTextEnv):
             return None  # player 0 checked: player 1 to act
         if action == "fold":
             winner, won = other, self.chips[player]
-            result = f"player_{player} folds, player_{other} wins {won} chip"
+            result = _fold_text(player, won)
         else:
             if action == "call":
                 self.chips[player] += 1
             winner = 0 if self.cards[0] > self.cards[1] else 1
             won = self.chips[1 - winner]
-            result = (
-                f"showdown for a pot of {sum(self.chips)}, player_{winner} holds the higher "
-                f"card and wins {won} chip{'s' if won > 1 else ''}"
-            )
+            result = _showdown_text(sum(self.chips), winner, won)
         self.net += won if winner == 0 else -won
         if self.hand < self.rounds:
             self.previous = result
@@ -260,7 +259,14 @@ class KuhnPoker(MultiAgentTextEnv):
 
     def _information_key(self, player: int) -> str:
         # A player's information state: its seat, its own card, the betting.
-        return f"player_{player}:{CARDS[self.cards[player]]}:{self._public_key()}"
+        # Every move asks for both players' keys: they are built once per state.
+        version, keys = self._info_keys
+        if version != self._version:
+            public = self._public_key()
+            mine, theirs = self.cards
+            keys = (f"player_0:{CARDS[mine]}:{public}", f"player_1:{CARDS[theirs]}:{public}")
+            self._info_keys = (self._version, keys)
+        return keys[player]
 
     def _render_text(self) -> str:
         # A spectator's view for humans: both cards are shown.
@@ -288,7 +294,8 @@ class KuhnPoker(MultiAgentTextEnv):
         return chosen  # past the loop only by rounding: the last possible action
 
     def privileged_info(self) -> dict[str, Any]:
-        return {"cards": {f"player_{p}": CARDS[c] for p, c in enumerate(self.cards)}}
+        mine, theirs = self.cards
+        return {"cards": {"player_0": CARDS[mine], "player_1": CARDS[theirs]}}
 
 
 _DEALS = tuple((a, b) for a in range(3) for b in range(3) if a != b)
@@ -303,6 +310,21 @@ def _betting_text(history: tuple[str, ...]) -> str:
     if not history:
         return "none"
     return ", ".join(f"player_{i % 2} {_PAST[a]}" for i, a in enumerate(history))
+
+
+@lru_cache(maxsize=8)
+def _fold_text(player: int, won: int) -> str:
+    """A hand's result when `player` folds (a few such texts exist: cached)."""
+    return f"player_{player} folds, player_{1 - player} wins {won} chip"
+
+
+@lru_cache(maxsize=16)
+def _showdown_text(pot: int, winner: int, won: int) -> str:
+    """A showdown's result (a few such texts exist: cached)."""
+    return (
+        f"showdown for a pot of {pot}, player_{winner} holds the higher "
+        f"card and wins {won} chip{'s' if won > 1 else ''}"
+    )
 
 
 def _move_prompt(first: str, second: str) -> str:

@@ -101,6 +101,8 @@ class TicTacToe(MarkGame):
         self.board = [" "] * 9
         self.current = 0
         self.last_move = ""
+        # Every game starts from the empty board: its texts are built once.
+        self._texts_cache = (self._version, *_EMPTY_TEXTS)
 
     def _legal_actions(self, player: int) -> list[str]:
         return [_LABELS[cell] for cell in empty_cells(self.board)]
@@ -131,10 +133,7 @@ class TicTacToe(MarkGame):
         (a move patches the previous state's texts: one cell changes)."""
         version, grid, key = self._texts_cache
         if version != self._version:
-            cells = [c if c != " " else str(i + 1) for i, c in enumerate(self.board)]
-            rows = [" " + " | ".join(cells[r * 3 : r * 3 + 3]) for r in range(3)]
-            grid = "\n---+---+---\n".join(rows)
-            key = "".join(c if c != " " else "." for c in self.board)
+            grid, key = _board_texts(self.board)
             self._texts_cache = (self._version, grid, key)
         return grid, key
 
@@ -150,6 +149,17 @@ class TicTacToe(MarkGame):
     def optimal_action(self, player: int, rng: Any) -> str:
         best = _best_moves("".join(self.board), MARKS[player])
         return str(best[int(rng.integers(len(best)))] + 1)
+
+
+def _board_texts(board: list[str]) -> tuple[str, str]:
+    """The board drawn for players (empty cells numbered) and as a state key."""
+    cells = [c if c != " " else str(i + 1) for i, c in enumerate(board)]
+    rows = [" " + " | ".join(cells[r * 3 : r * 3 + 3]) for r in range(3)]
+    key = "".join(c if c != " " else "." for c in board)
+    return "\n---+---+---\n".join(rows), key
+
+
+_EMPTY_TEXTS = _board_texts([" "] * 9)
 
 
 def _move_value(board: str, cell: int, mark: str) -> int:

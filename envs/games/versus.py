@@ -134,10 +134,12 @@ class VersusEnv(TextEnv):
         game, agent = self._game, self._agent
         game.step(action)
         valid = game.infos[agent]["action_valid"]
-        over = game.game_over
+        # game.game_over, read from the agent's own flags: the game ends for every
+        # player at once and nobody leaves it here (no step(None)).
+        over = game.terminations[agent] or game.truncations[agent]
         if valid and not over:
             self._play_opponents()
-            over = game.game_over
+            over = game.terminations[agent] or game.truncations[agent]
         reward = game._cumulative_rewards[agent]
         key = "result" if over else ("format" if not valid else "move")
         return Turn(
@@ -149,10 +151,12 @@ class VersusEnv(TextEnv):
         )
 
     def _play_opponents(self) -> None:
-        game = self._game
-        while not game.game_over and game.agent_selection != self._agent:
-            mover = game.agent_selection
-            game.step(self._opponent_reply(mover))
+        game, agent = self._game, self._agent
+        # `not game.game_over`, as in `_act`: the agent's flags are every player's.
+        while game.agent_selection != agent and not (
+            game.terminations[agent] or game.truncations[agent]
+        ):
+            game.step(self._opponent_reply(game.agent_selection))
 
     def _opponent_reply(self, agent: str) -> str:
         game = self._game
@@ -161,10 +165,10 @@ class VersusEnv(TextEnv):
             return choice(game.observe(agent), dict(game.infos[agent]))
         rng = self._opponent_rng
         if choice == "optimal" or (choice == "mixed" and rng.random() < 0.5):
-            move = game.optimal_action(game.possible_agents.index(agent), rng)
+            move = game.optimal_action(game._index[agent], rng)
         else:
             # game.legal_actions(agent), without its copy: the opponent is to move.
-            legal = game._legal(game.possible_agents.index(agent))
+            legal = game._legal(game._index[agent])
             move = legal[int(rng.integers(len(legal)))]
         return f"<answer>{move}</answer>"
 
