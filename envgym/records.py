@@ -25,7 +25,7 @@ from typing import Any
 
 from envgym.extras import require
 
-__all__ = ["FILE_SUFFIXES", "Record", "read_records", "source_files"]
+__all__ = ["FILE_SUFFIXES", "Record", "data_stem", "read_records", "source_files"]
 
 #: The file types a folder is searched for, by suffix.
 FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".jsonl.gz", ".json.gz")
@@ -52,6 +52,12 @@ class Record:
 def _suffix(path: Path) -> str:
     name = path.name.lower()
     return next((s for s in sorted(FILE_SUFFIXES, key=len, reverse=True) if name.endswith(s)), "")
+
+
+def data_stem(path: Path) -> str:
+    """The file's name without its data suffix (``test.jsonl.gz`` -> ``test``)."""
+    suffix = _suffix(path)
+    return path.name[: -len(suffix)] if suffix else path.stem
 
 
 def source_files(source: str | Path | Sequence[str | Path]) -> list[Path]:
@@ -90,6 +96,13 @@ def source_files(source: str | Path | Sequence[str | Path]) -> list[Path]:
 
 
 def _json_rows(path: Path) -> Iterator[Record]:
+    try:
+        yield from _json_text_rows(path)
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
+        raise ValueError(f"{path} is not UTF-8 JSON or JSONL text: {exc}") from None
+
+
+def _json_text_rows(path: Path) -> Iterator[Record]:
     opener = gzip.open if path.name.lower().endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:
         if _suffix(path).startswith(".json") and not _suffix(path).startswith(".jsonl"):
@@ -114,6 +127,8 @@ def _json_document(path: Path, text: str) -> Iterator[Record]:
     problem); a ``.json`` file that holds JSON lines is read as such."""
     try:
         document = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{path}: not a JSON document (nested too deeply)") from None
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise ValueError(f"{path}: not a JSON document ({exc.msg})") from None
@@ -129,32 +144,46 @@ def _json_document(path: Path, text: str) -> Iterator[Record]:
 def _json_line(path: Path, lineno: int, line: str) -> Record:
     try:
         return Record(json.loads(line), path, lineno, "line")
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
+        why = getattr(exc, "msg", "nested too deeply")
         raise ValueError(
-            f"{path}, line {lineno}: not a JSON line ({exc.msg}); a JSONL file holds one "
+            f"{path}, line {lineno}: not a JSON line ({why}); a JSONL file holds one "
             "JSON object a line"
         ) from None
 
 
-def _parquet_rows(path: Path) -> Iterator[Record]:
-    parquet = require("pyarrow.parquet", extra="math", purpose=f"reading the parquet file {path}")
+def _parquet_rows(path: Path, extra: str) -> Iterator[Record]:
+    parquet = require("pyarrow.parquet", extra=extra, purpose=f"reading the parquet file {path}")
+    import pyarrow
+
+    try:
+        reader = parquet.ParquetFile(path)
+    except (pyarrow.ArrowInvalid, OSError) as exc:
+        raise ValueError(f"{path} is not a parquet file: {exc}") from None
     index = 0
-    for batch in parquet.ParquetFile(path).iter_batches(batch_size=PARQUET_BATCH_ROWS):
-        for row in batch.to_pylist():
-            index += 1
-            yield Record(row, path, index, "row")
+    with reader:
+        for batch in reader.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+            for row in batch.to_pylist():
+                index += 1
+                yield Record(row, path, index, "row")
 
 
 def read_records(
-    source: str | Path | Sequence[str | Path], *, file_format: str | None = None
+    source: str | Path | Sequence[str | Path],
+    *,
+    file_format: str | None = None,
+    extra: str = "math",
 ) -> Iterator[Record]:
     """Every row of every file a source names, streamed. `file_format` ("jsonl",
     "json" or "parquet") overrides the file suffixes; otherwise a ``.parquet``
-    file is parquet and any other is JSON: a list, or one object a line."""
+    file is parquet and any other is JSON: a list, or one object a line. A file
+    that is not what it claims (not UTF-8, a broken gzip or parquet file, JSON
+    nested too deeply) is a ValueError naming it. `extra` is the envgym extra
+    that brings pyarrow, named when a parquet file needs it and it is missing."""
     if file_format not in (None, "jsonl", "json", "parquet"):
         raise ValueError(f"file_format is 'jsonl', 'json' or 'parquet', not {file_format!r}")
     for path in source_files(source):
         is_parquet = file_format == "parquet" or (
             file_format is None and _suffix(path) == ".parquet"
         )
-        yield from (_parquet_rows if is_parquet else _json_rows)(path)
+        yield from _parquet_rows(path, extra) if is_parquet else _json_rows(path)

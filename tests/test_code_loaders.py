@@ -106,7 +106,7 @@ def test_folders_globs_lists_limits_and_splits(written, tmp_path):
         _load(tmp_path / "hf", split="validation")
     with pytest.raises(FileNotFoundError, match="no file matches"):
         load_problems(str(tmp_path / "*.parquet"))  # at the call, before any next()
-    with pytest.raises(FileNotFoundError, match="no such file or folder"):
+    with pytest.raises(FileNotFoundError, match="no file, folder or glob match"):
         load_problems(tmp_path / "missing.jsonl")
 
 
@@ -117,20 +117,20 @@ def test_the_shipped_fixture_files_match_the_records(written):
 
 
 def test_a_parquet_file_is_read_a_batch_at_a_time(tmp_path, monkeypatch):
-    import envgym.envs.code.loaders as loaders
+    import envgym.records as reading
 
-    monkeypatch.setattr(loaders, "PARQUET_BATCH_ROWS", 2)
+    monkeypatch.setattr(reading, "PARQUET_BATCH_ROWS", 2)
     records = [dict(FILES["codecontests.parquet"][0], name=f"{i}_A. P") for i in range(9)]
     path = write_format("codecontests.parquet", tmp_path / "big.parquet", records)
     read = []
-    real = loaders._parquet_records
+    real = reading._parquet_rows
 
-    def counting(p):
-        for where, record in real(p):
-            read.append(where)
-            yield where, record
+    def counting(p, extra):
+        for record in real(p, extra):
+            read.append(record.where)
+            yield record
 
-    monkeypatch.setattr(loaders, "_parquet_records", counting)
+    monkeypatch.setattr(reading, "_parquet_rows", counting)
     problems = load_problems(path)
     first = next(problems)
     assert first.task_id == "codecontests/0_A" and len(read) == 1  # nothing read ahead
@@ -142,7 +142,10 @@ def test_a_parquet_file_is_read_a_batch_at_a_time(tmp_path, monkeypatch):
     "content, says",
     [
         ("", "holds no records"),
-        (json.dumps(FILES["mbpp.jsonl"][0]) + '\n{"text": \n', r"bad\.jsonl:2: not a JSON"),
+        (
+            json.dumps(FILES["mbpp.jsonl"][0]) + '\n{"text": \n',
+            r"bad\.jsonl, line 2: not a JSON line",
+        ),
         ('{"question": "q", "input_output": "{}"}\n', "input_output must hold"),
         ('{"prompt": "p", "answer": 3}\n', "matches no problem format .*fields: answer, prompt"),
         ('{"text": "t", "code": 5, "test_list": []}\n', "'code' must be a non-empty string"),
@@ -173,7 +176,8 @@ def test_an_unknown_layout_lists_the_layouts_with_an_example(tmp_path):
     with pytest.raises(ValueError, match="unknown format 'apss'"):
         _load(path, format="apss")
     assert "format=" in str(raised.value)
-    with pytest.raises(ValueError, match="jsonl:1: a MBPP record needs code, test_list; it has id"):
+    needs = "jsonl, line 1: a MBPP record needs code, test_list; it has id"
+    with pytest.raises(ValueError, match=needs):
         _load(path, format="mbpp")
 
 
@@ -224,7 +228,8 @@ def test_a_refused_pickle_names_the_file_and_line(tmp_path):
     record = dict(FILES["livecodebench.jsonl"][0])
     record["private_test_cases"] = base64.b64encode(zlib.compress(pickle.dumps(Payload()))).decode()
     path = write_format("livecodebench.jsonl", tmp_path / "lcb.jsonl", [record])
-    with pytest.raises(ValueError, match=r"lcb\.jsonl:1: private_test_cases: the pickle holds"):
+    says = r"lcb\.jsonl, line 1: private_test_cases: the pickle holds"
+    with pytest.raises(ValueError, match=says):
         _load(path)
 
 

@@ -4,8 +4,8 @@ as: APPS and TACO, CodeContests, LiveCodeBench, MBPP, MBPP+ and HumanEval+
 envgym's own problem records.
 
 `load_problems` takes a file, a folder, a glob or a list of those; reads
-JSONL (``.gz`` too), a JSON list or parquet, streaming JSONL and parquet a
-row batch at a time; detects each file's format from its first record's
+JSONL (``.gz`` too), a JSON list or parquet (`envgym.records`), streaming JSONL
+and parquet a row batch at a time; detects each file's format from its first record's
 fields (or takes ``format=``); and yields validated problems. A record that
 cannot be mapped faithfully is skipped, counted by reason in the
 `LoadReport` and warned about once per file; a record that is malformed is a
@@ -14,9 +14,6 @@ ValueError naming the file and the line (or row).
 
 from __future__ import annotations
 
-import glob
-import gzip
-import json
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -26,12 +23,9 @@ from typing import Any
 
 from envgym.envs.code.dataset_formats import FORMATS, Skip, detect_format
 from envgym.envs.code.problems import Problem, _check_unique, check_problem
+from envgym.records import data_stem, read_records, source_files
 
-__all__ = ["FORMATS", "LoadReport", "load_problems", "read_records", "resolve_problems"]
-
-#: Rows read from a parquet file at a time.
-PARQUET_BATCH_ROWS = 256
-_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet")
+__all__ = ["FORMATS", "LoadReport", "load_problems", "resolve_problems"]
 
 
 @dataclass
@@ -50,30 +44,9 @@ class LoadReport:
 
 
 def _files(source: Any, split: str | None) -> list[Path]:
-    """The data files a source names, in a stable order."""
-    sources = [source] if isinstance(source, str | Path) else list(source)
-    files: list[Path] = []
-    for item in sources:
-        if not isinstance(item, str | Path):
-            raise ValueError(
-                f"a problem source must be a path or a glob, got a {type(item).__name__}"
-            )
-        path = Path(item)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and _is_data(p))
-            if not found:
-                raise ValueError(f"{path} holds no {', '.join(_SUFFIXES)} files")
-            files += found
-        elif path.is_file():
-            files.append(path)
-        elif any(c in str(item) for c in "*?["):
-            found = sorted(Path(p) for p in glob.glob(str(item), recursive=True))
-            found = [p for p in found if p.is_file()]
-            if not found:
-                raise FileNotFoundError(f"no file matches {item}")
-            files += found
-        else:
-            raise FileNotFoundError(f"no such file or folder: {item}")
+    """The data files a source names, in a stable order (`envgym.records.source_files`),
+    kept to one split of a Hugging Face layout when `split` is given."""
+    files = source_files(source)
     if split is not None:
         # Hugging Face's layout: data/test-00000-of-00001.parquet, test.jsonl, test/...
         kept = [p for p in files if p.name.startswith(split) or split in p.parent.parts]
@@ -85,81 +58,6 @@ def _files(source: Any, split: str | None) -> list[Path]:
             )
         files = kept
     return files
-
-
-def _stem(path: Path) -> str:
-    name = path.name
-    for suffix in _SUFFIXES:
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return path.stem
-
-
-def _is_data(path: Path) -> bool:
-    return any(path.name.endswith(suffix) for suffix in _SUFFIXES)
-
-
-def read_records(path: Path) -> Iterator[tuple[str, Any]]:
-    """(where, record) for each record of a file: ``path:line`` for JSONL,
-    ``path: row n`` otherwise. Parquet is read a row batch at a time and JSONL
-    a line at a time; a JSON list is read whole."""
-    name = path.name
-    if name.endswith(".parquet"):
-        yield from _parquet_records(path)
-        return
-    opener = gzip.open if name.endswith(".gz") else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            first = _first_char(f)
-            f.seek(0)
-            if first == "[":
-                try:
-                    records = json.load(f)
-                except (json.JSONDecodeError, RecursionError) as exc:
-                    raise ValueError(f"{path} is not valid JSON: {exc}") from None
-                for index, record in enumerate(records):
-                    yield f"{path}: item {index}", record
-                return
-            for number, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except (json.JSONDecodeError, RecursionError) as exc:
-                    why = getattr(exc, "msg", "nested too deeply")
-                    raise ValueError(
-                        f"{path}:{number}: not a JSON object ({why}); JSONL holds one "
-                        "JSON object per line"
-                    ) from None
-                yield f"{path}:{number}", record
-    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
-        raise ValueError(f"{path} is not UTF-8 JSON or JSONL text: {exc}") from None
-
-
-def _first_char(f) -> str:
-    while True:
-        chunk = f.read(4096)
-        if not chunk:
-            return ""
-        stripped = chunk.lstrip()
-        if stripped:
-            return stripped[0]
-
-
-def _parquet_records(path: Path) -> Iterator[tuple[str, Any]]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        reader = pq.ParquetFile(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise ValueError(f"{path} is not a parquet file: {exc}") from None
-    row = 0
-    with reader:
-        for batch in reader.iter_batches(batch_size=PARQUET_BATCH_ROWS):
-            for record in batch.to_pylist():
-                yield f"{path}: row {row}", record
-                row += 1
 
 
 def load_problems(
@@ -198,14 +96,15 @@ def _problems(
         fmt = format
         skipped = Counter()
         empty = True
-        for index, (where, record) in enumerate(read_records(path)):
+        for index, found in enumerate(read_records(path, extra="code")):
+            where, record = found.where, found.row
             empty = False
             if not isinstance(record, dict):
                 got = type(record).__name__
                 raise ValueError(f"{where}: a record must be a JSON object, got a {got}")
             if fmt is None:
                 fmt = detect_format(record, str(path))
-            problem = FORMATS[fmt].convert(record, where, f"{_stem(path)}-{index}")
+            problem = FORMATS[fmt].convert(record, where, f"{data_stem(path)}-{index}")
             if isinstance(problem, Skip):
                 skipped[problem.reason] += 1
                 report.skipped[(str(path), problem.reason)] += 1
