@@ -21,7 +21,7 @@ import marshal
 import re
 import secrets
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ __all__ = [
     "JobOutcome",
     "format_output",
     "grade_submission",
+    "marked_records",
     "run_code",
     "run_job",
     "trusted_job",
@@ -146,10 +147,11 @@ class Grade:
 _RECORD_KINDS = ("load", "public", "hidden", "timeout")
 
 
-def _read_results(stdout: str, mark: str) -> dict[tuple[str, int], dict[str, Any]]:
-    """The harness's records in `stdout`: the first per test; a line without the
-    mark, or that is not a well-formed record, is ignored (never an error)."""
-    records: dict[tuple[str, int], dict[str, Any]] = {}
+def marked_records(stdout: str, mark: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects a trusted driver wrote in `stdout` after its secret `mark`
+    (the function harness, the stdin/stdout driver); a line without the mark, or
+    whose rest is not a JSON object, is skipped (never an error): the submission
+    shares stdout and may print anything, but not the mark."""
     for line in stdout.splitlines():
         at = line.find(mark)
         if at < 0:
@@ -158,8 +160,15 @@ def _read_results(stdout: str, mark: str) -> dict[tuple[str, int], dict[str, Any
             record = json.loads(line[at + len(mark) :])
         except (ValueError, RecursionError):
             continue
-        if not isinstance(record, dict):
-            continue
+        if isinstance(record, dict):
+            yield record
+
+
+def _read_results(stdout: str, mark: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """The harness's records in `stdout`: the first per test; a line without the
+    mark, or that is not a well-formed record, is ignored (never an error)."""
+    records: dict[tuple[str, int], dict[str, Any]] = {}
+    for record in marked_records(stdout, mark):
         kind, index, ok, error = (record.get(k) for k in ("kind", "index", "ok", "error"))
         if kind not in _RECORD_KINDS or type(index) is not int or index < 0:
             continue

@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from envgym.envs.code.checkers import check_output
-from envgym.envs.code.execution import Grade, JobOutcome, run_job, trusted_job
+from envgym.envs.code.execution import (
+    Grade,
+    JobOutcome,
+    marked_records,
+    run_job,
+    trusted_job,
+)
 from envgym.envs.code.problems import IOCase, Problem, to_printable
 from envgym.sandbox import ExecResult, SandboxPool
 
@@ -102,14 +108,7 @@ def _valid(record: Any) -> bool:
 def _read_records(stdout: str, mark: str) -> dict[int, dict[str, Any]]:
     """The driver's records in `stdout`, the first per index; anything else is ignored."""
     records: dict[int, dict[str, Any]] = {}
-    for line in stdout.splitlines():
-        at = line.find(mark)
-        if at < 0:
-            continue
-        try:
-            record = json.loads(line[at + len(mark) :])
-        except (ValueError, RecursionError):
-            continue
+    for record in marked_records(stdout, mark):
         if _valid(record):
             records.setdefault(record["index"], record)
     return records
