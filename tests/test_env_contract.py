@@ -98,12 +98,15 @@ VARIANTS = [
     ("envgym/Shop-v0", {"observation": "html"}),
     ("envgym/Shop-v0", {"observation": "html", "difficulty": "hard"}),
     ("envgym/WebShop-v0", {"observation": "html"}),
+    ("envgym/ReasoningGym-v0", {"task": "basic_arithmetic"}),
+    ("envgym/ReasoningGym-v0", {"task": "syllogism", "max_turns": 3}),
 ]
 CHECK_CASES = LEVEL_CASES + VARIANTS
 #: Observation modes beyond the default text, also checked for determinism and fuzzing.
 MODES = [
     ("envgym/Shop-v0", {"difficulty": "hard", "observation": "html"}),
     ("envgym/WebShop-v0", {"observation": "html"}),
+    ("envgym/ReasoningGym-v0", {"task": "syllogism", "max_turns": 3}),
 ]
 MODE_CASES = LEVEL_CASES + MODES
 

@@ -24,7 +24,7 @@ def _play_oracle(task: str, seed: int) -> tuple[float, dict]:
     oracle = make_agent("oracle", env)
     obs, info = env.reset(seed=seed)
     obs, reward, terminated, truncated, info = env.step(oracle.act(obs, info))
-    assert terminated or truncated  # one turn
+    assert terminated and not truncated  # one turn
     return reward, info
 
 

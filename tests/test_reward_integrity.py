@@ -160,7 +160,18 @@ ON_SANDBOXES = [
     for level in envgym.get_spec(env_id).difficulties
     for backend in ("docker", "bwrap")
 ]
-CASES = [(env_id, {}) for env_id in IDS if env_id not in SESSION_IDS] + ON_ENGINES + ON_SANDBOXES
+#: ReasoningGym-v0 on generators besides its default (leg_counting): a yes/no
+#: question whose base scorer pays substring credit, and arithmetic.
+ON_TASKS = [
+    ("envgym/ReasoningGym-v0", {"task": "syllogism"}),
+    ("envgym/ReasoningGym-v0", {"task": "basic_arithmetic", "max_turns": 3}),
+]
+CASES = (
+    [(env_id, {}) for env_id in IDS if env_id not in SESSION_IDS]
+    + ON_ENGINES
+    + ON_SANDBOXES
+    + ON_TASKS
+)
 
 
 def _case_id(case) -> str:

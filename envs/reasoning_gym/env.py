@@ -59,8 +59,8 @@ class ReasoningGymEnv(TextEnv):
     right one).
 
     ## Episode End
-    Terminated by full marks, or by an answer on the last turn; truncated after
-    ``max_turns`` replies.
+    Terminated by full marks or by the last of ``max_turns`` replies (whatever
+    it holds); never truncated.
 
     ## Arguments
     ``task`` (default ``leg_counting``), ``task_config``: the generator's config
@@ -166,7 +166,11 @@ class ReasoningGymEnv(TextEnv):
         return raw
 
     def _invalid(self, text: str) -> Turn:
-        return Turn(text, {"score": 0.0, "format": -FORMAT_PENALTY}, action_valid=False)
+        # The last reply ends the episode as an answer does (terminated, not truncated:
+        # the question has had its answers; Gymnasium's checker expects this of one turn).
+        last_turn = self.turn + 1 >= self.max_turns
+        components = {"score": 0.0, "format": -FORMAT_PENALTY}
+        return Turn(text, components, terminated=last_turn, action_valid=False)
 
     def _task_info(self) -> dict[str, Any]:
         if self.item is None:
