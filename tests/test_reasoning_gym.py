@@ -5,6 +5,8 @@ through gym.make with the oracle scoring 1; wrong answers, hedges and hostile an
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import gymnasium as gym
 import pytest
@@ -171,3 +173,31 @@ def test_envgym_info_lists_the_tasks_by_category(capsys):
     out = capsys.readouterr().out
     assert "## Tasks (reasoning-gym" in out and "* arithmetic (" in out
     assert all(name in out for name in TASKS)
+
+
+def test_non_ascii_questions_come_escaped_and_either_spelling_of_the_answer_scores():
+    env = gym.make(ID, task="prime_factorization")
+    for seed in range(8):
+        obs, info = env.reset(seed=seed)
+        gold = info["privileged"]["answer"]
+        if "\u00d7" in gold:
+            break
+    assert "\\xd7" in obs and obs.isascii() and "Python escapes" in obs
+    escaped = gold.encode("ascii", "backslashreplace").decode("ascii")
+    for answer in (gold, escaped):
+        env.reset(seed=seed)
+        assert env.step(f"<answer>{answer}</answer>")[1] == 1.0
+
+
+def test_without_reasoning_gym_make_names_the_reasoning_extra():
+    # A fresh interpreter where reasoning_gym cannot be imported, as on an install without it.
+    code = (
+        "import sys; sys.modules['reasoning_gym'] = None\n"
+        "import gymnasium as gym, envgym\n"
+        "try:\n"
+        "    gym.make('envgym/ReasoningGym-v0')\n"
+        "except ImportError as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "MissingExtra" in out.stdout and "pip install 'envgym[reasoning]'" in out.stdout

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from envgym.core import Preset, TextEnv, Turn, quote_for_feedback, setting
 from envgym.envs.reasoning_gym import tasks
 from envgym.parsing import parse_answer, strip_think
-from envgym.text import OBSERVATION_MAX_LENGTH, to_ascii
+from envgym.text import CHARSET, OBSERVATION_MAX_LENGTH
 
 FORMAT_PENALTY = 0.1
 #: The largest entry index: some generators seed numpy with it (below 2**32).
 MAX_INDEX = 2**32 - 1
 _HINT = "Give one final answer, as <answer>...</answer> or \\boxed{...}."
+_ESCAPED_NOTE = (
+    "(Characters outside ASCII are written as Python escapes such as \\u00d7; answer "
+    "with the characters themselves or the same escapes.)"
+)
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})")
+_ASCII = frozenset(CHARSET)
 #: Scores at least this are full marks (a float scorer's 1.0 may be 0.9999...).
 FULL_MARKS = 1.0 - 1e-9
 
@@ -40,7 +47,8 @@ class ReasoningGymEnv(TextEnv):
     that holds the whole question.
 
     ## Observation Space
-    Text: the generator's question and how to answer; after a wrong answer
+    Text: the generator's question and how to answer (characters outside ASCII
+    written as Python escapes, ``\\xd7``, which an answer may use too); after a wrong answer
     (``max_turns`` > 1), that it was not right and its score, never the answer.
 
     ## Starting State
@@ -107,13 +115,18 @@ class ReasoningGymEnv(TextEnv):
         self.task_id = f"{self.task}-{self.index}"
         self.last_score = None
         question = str(self.item["question"])
-        text = f"{question}\n\n{_HINT}"
+        hint = _HINT
+        if not set(question) <= _ASCII:  # an observation is printable ASCII
+            question = question.encode("ascii", "backslashreplace").decode("ascii")
+            question = "".join(c if c in _ASCII else f"\\x{ord(c):02x}" for c in question)
+            hint = f"{_HINT} {_ESCAPED_NOTE}"
+        text = f"{question}\n\n{hint}"
         if len(text) > OBSERVATION_MAX_LENGTH:
             raise ValueError(
                 f"{self.task} made a question of {len(question):,} characters, over the "
                 f"{OBSERVATION_MAX_LENGTH:,} an observation may hold; choose a smaller task_config"
             )
-        return to_ascii(text)
+        return text
 
     def _index_from_id(self, task_id: Any) -> int:
         task, _, index = str(task_id).rpartition("-")
@@ -134,7 +147,7 @@ class ReasoningGymEnv(TextEnv):
         parsed = parse_answer(body)
         if not parsed.ok or not parsed.value:
             return self._invalid(f"{parsed.error or 'Your answer is empty.'} {_HINT}")
-        answer = parsed.value
+        answer = _unescape(parsed.value)
         refused = tasks.refusal(self.task, answer)
         question = str(self.item["question"]).strip()
         if refused is None and question and question in answer:
@@ -188,3 +201,15 @@ class ReasoningGymEnv(TextEnv):
             lines.append(f"* {category} ({len(names)}): {', '.join(names)}")
         lines += [f"* not available: {n} ({why})" for n, why in tasks.UNAVAILABLE.items()]
         return "\n".join(lines)
+
+
+def _unescape(answer: str) -> str:
+    """An answer with the observation's escapes (``\\u00d7``) read as the characters."""
+    if "\\" not in answer:
+        return answer
+
+    def char(match: re.Match[str]) -> str:
+        code = int(match[1][1:], 16)
+        return chr(code) if code <= 0x10FFFF else match[0]
+
+    return _ESCAPE.sub(char, answer)
