@@ -127,6 +127,7 @@ def test_partial_credit_pays_the_scorers_fraction_only_when_asked():
         ("puzzle24", "((9**99)**99)**99"),
         ("simple_integration", "factorial(10**8)"),
         ("coin_flip", "1e999999999"),
+        ("rubiks_cube", "R999999999"),
     ],
 )
 def test_hostile_answers_never_run_and_never_score(task, answer, tmp_path):

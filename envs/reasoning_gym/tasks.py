@@ -45,6 +45,9 @@ EXPRESSION_SCORERS = (
     "puzzle24",
     "simple_integration",
 )
+#: Scorers that expand a move's repeat count (``R3`` is R R R) before playing the
+#: moves: ``R999999999`` would be a billion moves, so counts are at most two digits.
+REPEAT_SCORERS = ("rubiks_cube",)
 #: Generators whose entries have no answer (many answers are right, the scorer
 #: checks the one given): the oracle has nothing to send.
 NO_GOLD_ANSWER = {
@@ -208,6 +211,8 @@ def refusal(task: str, answer: str) -> str | None:
         return "a number's exponent has at most three digits"
     if task in EXPRESSION_SCORERS:
         return unsafe_expression(answer)
+    if task in REPEAT_SCORERS and re.search(r"\d{3}", answer):
+        return "a move is repeated at most 99 times"
     return None
 
 
