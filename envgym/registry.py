@@ -186,6 +186,17 @@ ENV_SPECS: tuple[EnvSpec, ...] = (
         scoring_kwargs=("world_seed", "max_rows"),
     ),
     EnvSpec(
+        id="envgym/ReasoningGym-v0",
+        entry_point="envgym.envs.reasoning_gym:ReasoningGymEnv",
+        description="reasoning-gym's procedural generators (task=NAME; `envgym info` lists "
+        "them), scored by their own scorers (the reasoning extra)",
+        tags=("reasoning", "math", "logic", "puzzle", "single-turn", "procedural"),
+        difficulties=("standard",),
+        default_difficulty="standard",
+        oracle="envgym.envs.reasoning_gym.oracle:ReasoningGymOracle",
+        scoring_kwargs=("task", "task_config"),
+    ),
+    EnvSpec(
         id="envgym/GuessNumber-v0",
         entry_point="envgym.envs.guess_number:GuessNumberEnv",
         description="Find a secret number from higher/lower hints (the env of the guide)",

@@ -123,6 +123,8 @@ VARIANTS = [
     ("envgym/Shop-v0", {"observation": "html", "difficulty": "hard"}),
     ("envgym/WebShop-v0", {"observation": "html"}),
     *STDIO,
+    ("envgym/ReasoningGym-v0", {"task": "basic_arithmetic"}),
+    ("envgym/ReasoningGym-v0", {"task": "syllogism", "max_turns": 3}),
 ]
 #: Code-v0 on each standard dataset's layout (tests/data/code_formats, written
 #: by tests/code_format_files.py): one case per format's file; all of them at
@@ -151,6 +153,7 @@ MODES = [
         ],
         id="Code-v0-every-code-format",
     ),
+    ("envgym/ReasoningGym-v0", {"task": "syllogism", "max_turns": 3}),
 ]
 MODE_CASES = LEVEL_CASES + MODES
 

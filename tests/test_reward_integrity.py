@@ -202,6 +202,12 @@ ON_CODE_FORMATS = [
     )
     for name in CODE_FORMAT_FILES
 ]
+#: ReasoningGym-v0 on generators besides its default (leg_counting): a yes/no
+#: question whose base scorer pays substring credit, and arithmetic.
+ON_TASKS = [
+    ("envgym/ReasoningGym-v0", {"task": "syllogism"}),
+    ("envgym/ReasoningGym-v0", {"task": "basic_arithmetic", "max_turns": 3}),
+]
 CASES = (
     [(env_id, {}) for env_id in IDS if env_id not in SESSION_IDS]
     + ON_ENGINES
@@ -209,6 +215,7 @@ CASES = (
     + ON_FILES
     + STDIO
     + ON_CODE_FORMATS
+    + ON_TASKS
 )
 
 

@@ -68,7 +68,14 @@ def _manual(spec: EnvSpec) -> tuple[str | None, str | None]:
     doc = env_cls.__dict__.get("__doc__")
     if not doc:
         return None, f"{class_name} has no docstring"
-    return inspect.cleandoc(doc), None
+    manual = inspect.cleandoc(doc)
+    appendix = getattr(env_cls, "manual_appendix", None)
+    if callable(appendix):  # what the env can only say at run time (ReasoningGym's tasks)
+        try:
+            manual = f"{manual}\n\n{appendix()}"
+        except ImportError as exc:  # MissingExtra: the manual says how to install it
+            manual = f"{manual}\n\n{exc}"
+    return manual, None
 
 
 def run_info(args: argparse.Namespace) -> int:
