@@ -30,6 +30,7 @@ import tempfile
 import time
 from typing import Any
 
+from envgym.arguments import check_int
 from envgym.remote.address import RemoteSnapshot, ServerAddress
 from envgym.remote.client import RemoteEnv, ServerUnreachable, wait_for_server
 from envgym.remote.image import RUNTIME_IMAGE, runtime_image_problem
@@ -219,6 +220,8 @@ class DockerEnv(RemoteEnv):
         env_kwargs: the env's constructor kwargs (JSON-serialisable).
         memory_mb, cpus: the container's limits.
         startup_timeout_s: how long the server may take to answer.
+        max_forks: sessions `fork` may open beside this one at once (the
+            container's server holds at most ``1 + max_forks``).
     """
 
     def __init__(
@@ -226,6 +229,7 @@ class DockerEnv(RemoteEnv):
         env_id: str,
         env_kwargs: dict[str, Any] | None = None,
         *,
+        max_forks: int = 63,
         memory_mb: int = 1024,
         cpus: float = 1.0,
         startup_timeout_s: float = 60.0,
@@ -233,12 +237,13 @@ class DockerEnv(RemoteEnv):
         render_mode: str | None = None,
     ) -> None:
         self.server: ContainerServer | None = None
-        # One session: when it ends, even because this process was killed and its
-        # socket closed, the server stops and the container with it. No idle
+        # One session (and its forks): when they end, even because this process was
+        # killed and its socket closed, the server stops and the container with it. No idle
         # reaping: a session reaped during a long pause would end the server.
         self.server = ContainerServer(
             env_id,
             env_kwargs,
+            max_sessions=1 + check_int(max_forks, "max_forks", 0, 4095, "forks at once"),
             exit_after_sessions=1,
             idle_timeout_s=0,
             send_privileged=True,
