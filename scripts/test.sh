@@ -8,4 +8,4 @@ bash scripts/setup.sh dev
 .venv/bin/ruff format --check .
 .venv/bin/python scripts/lint_imports.py
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir site
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q --durations=30 "$@"
