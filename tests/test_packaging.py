@@ -28,9 +28,16 @@ from envgym.sandbox.images import containers_dir
 from envgym.evaluation import evaluate
 from envgym.registry import list_envs
 played = {}
+needs_extra = {}
 for spec in list_envs():
     agent = "oracle" if spec.oracle else "random"
-    episode = evaluate(spec.id, agent, episodes=1, seed=0)["episodes"][0]
+    try:
+        episode = evaluate(spec.id, agent, episodes=1, seed=0)["episodes"][0]
+    except Exception as exc:  # an id whose package lives in an extra says which
+        if "pip install 'envgym[" not in str(exc):
+            raise
+        needs_extra[spec.id] = str(exc)
+        continue
     played[spec.id] = {"agent": agent, "turns": episode["turns"], "success": episode["success"]}
 # The static leaderboard of the baselines (the main job's last step) needs no extra.
 import tempfile
@@ -44,6 +51,7 @@ shop_page = render_template("envgym.envs.shop", "start.html", title="start",
                             difficulties=("easy",), default="easy")
 assert 'id="start"' in shop_page
 print(json.dumps({"envgym": envgym.__file__, "top_level": top_level, "played": played,
+                  "needs_extra": needs_extra,
                   "pages": len(pages),
                   "schema": envgym.evaluation.load_schema()["title"],
                   "containers": sorted(p.name for p in containers_dir().iterdir()),
@@ -74,11 +82,15 @@ def test_wheel_installs_in_a_fresh_venv(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout)
     assert report["envgym"].startswith(str(env_dir))
-    # With no extras, every listed id plays: its oracle wins where it has one.
+    # With no extras, every listed id plays (its oracle wins where it has one) but
+    # ReasoningGym-v0, a bridge to a package of its extra, which says how to get it.
     listed = subprocess.run(
         [str(env_dir / "bin" / "envgym"), "list"], cwd=work, capture_output=True, text=True
     ).stdout
-    assert set(report["played"]) == {line.split()[0] for line in listed.splitlines()[2:]}
+    ids = {line.split()[0] for line in listed.splitlines()[2:]}
+    assert set(report["needs_extra"]) == {"envgym/ReasoningGym-v0"}
+    assert "pip install 'envgym[reasoning]'" in report["needs_extra"]["envgym/ReasoningGym-v0"]
+    assert set(report["played"]) == ids - set(report["needs_extra"])
     assert "envgym/Search-v0" in report["played"]
     for env_id, episode in report["played"].items():
         assert episode["turns"] >= 1, (env_id, episode)
