@@ -14,6 +14,7 @@ for arg in "$@"; do
         exit 2
     fi
 done
-bash scripts/setup.sh
+# The reasoning extra: envgym/ReasoningGym-v0 bridges a package of its own.
+bash scripts/setup.sh reasoning
 .venv/bin/envgym baselines --out-dir "$out" "$@"
 .venv/bin/envgym leaderboard export --baselines "$out" --out build/leaderboard
