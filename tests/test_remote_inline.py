@@ -19,7 +19,6 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from gymnasium import spaces
 
 import envgym  # noqa: F401  (registers the ids)
 from envgym.text import ACTION_MAX_LENGTH
@@ -28,6 +27,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("websockets")
 
+from test_remote import SleepyEnv  # noqa: E402
 from websockets.sync.client import unix_connect  # noqa: E402
 
 from envgym.remote import ServerConfig, serve_in_background  # noqa: E402
@@ -40,22 +40,15 @@ FAST_SLEEPY = "envgym-test/FastSleepy-v0"
 THREAD_NAME = "envgym-env"  # what `envgym.remote.threads` names its threads
 
 
-class FastSleepyEnv(gym.Env):
-    """A test env that declares fast calls but whose ``step("sleep S")`` takes S
-    seconds; ``info["thread"]`` names the thread each step ran on."""
+class FastSleepyEnv(SleepyEnv):
+    """`test_remote`'s sleepy env (``step("sleep S")`` takes S seconds), declaring
+    fast calls; ``info["thread"]`` names the thread each step ran on."""
 
     fast_calls = True
-    observation_space = spaces.Text(max_length=64, charset="abcdefghijklmnopqrstuvwxyz .0123456789")
-    action_space = observation_space
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        return "ready", {}
 
     def step(self, action):
-        if action.startswith("sleep "):
-            time.sleep(float(action.split()[1]))
-        return f"did {action}", 0.0, False, False, {"thread": threading.current_thread().name}
+        obs, reward, terminated, truncated, _ = super().step(action)
+        return obs, reward, terminated, truncated, {"thread": threading.current_thread().name}
 
 
 @pytest.fixture()
