@@ -29,6 +29,7 @@ from envgym.arguments import (
     setting,
     short_repr,
 )
+from envgym.rng import seeded_generator
 from envgym.text import (
     ACTION_MAX_LENGTH,
     CHARSET,
@@ -236,7 +237,12 @@ class TextEnv(gym.Env[str, str]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        super().reset(seed=seed)
+        if type(seed) is int and seed >= 0:
+            # What Gymnasium's seeding.np_random(seed) builds, built faster.
+            self._np_random, self._np_random_seed = seeded_generator(seed), seed
+            super().reset()
+        else:  # None, or a seed Gymnasium refuses with its own error
+            super().reset(seed=seed)
         options = dict(options or {})
         unknown = sorted(set(options).difference(self.reset_options)) if options else None
         if unknown:

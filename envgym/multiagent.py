@@ -7,13 +7,13 @@ import copy
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 
 from envgym.arguments import MAX_EPISODE_LENGTH, check_int, check_render_mode
 from envgym.parsing import parse_answer, whole_answer
+from envgym.rng import seeded_generator
 from envgym.text import (
     ACTION_MAX_LENGTH,
     CHARSET,
@@ -148,6 +148,9 @@ class MultiAgentTextEnv(AECEnv):
         self._version = 0
         self._legal_cache: tuple[int, int, list[str]] = (-1, -1, [])
         self._key_cache: tuple[int, str] = (-1, "")
+        # The move whose infos `infos` has yet to build (see `_settle`).
+        self._infos_after: tuple[str, bool, bool, str, dict] | None = None
+        self._infos: dict[str, dict[str, Any]] = {}
         self.agents = []
         self.current = 0
         self.moves = 0
@@ -249,7 +252,7 @@ class MultiAgentTextEnv(AECEnv):
             seed = self._pending_seed
             if type(seed) is int and seed >= 0:
                 # What seeding.np_random builds for such a seed, without its checks.
-                self._np_random = np.random.Generator(np.random.PCG64(seed))
+                self._np_random = seeded_generator(seed)
             else:  # None (fresh entropy), or a seed it rejects with its own error
                 self._np_random, _ = seeding.np_random(seed)
             self._pending_seed = None
@@ -285,7 +288,7 @@ class MultiAgentTextEnv(AECEnv):
             self._cumulative_rewards[agent],
             self.terminations[agent],
             self.truncations[agent],
-            self.infos[agent],
+            self._info_of(agent),
         )
 
     def observe(self, agent: str) -> str:
@@ -314,26 +317,52 @@ class MultiAgentTextEnv(AECEnv):
             move, error = self._parse_action(player, text)
         else:  # never parsed
             move, error = None, reply_too_long(text)
-        final: dict[int, float] | None = None
-        if move is None:
-            self._strikes += 1
-            if self._strikes <= self.illegal_retries:
-                legal = ", ".join(self._legal(player))
-                self._notes[agent] = (
-                    f"Invalid move: {error} Try again; legal moves: {legal}. "
-                    "Another invalid move this turn loses the game."
-                )
-                self.infos[agent] = self._info(agent, False)
-                return
-            final = self._forfeit_rewards(player)
-            self.outcome = f"{agent} lost by making two invalid moves in one turn"
-            self._notes[agent] = f"Invalid move again: {error} You lose the game."
-        else:
-            self._strikes = 0
-            self._notes[agent] = ""
-            self.moves += 1
-            self._version += 1
-            final = self._apply(player, move)
+        if move is not None:
+            self._play(agent, player, move)
+            return
+        self._strikes += 1
+        if self._strikes <= self.illegal_retries:
+            legal = ", ".join(self._legal(player))
+            self._notes[agent] = (
+                f"Invalid move: {error} Try again; legal moves: {legal}. "
+                "Another invalid move this turn loses the game."
+            )
+            self.infos[agent] = self._info(agent, False)
+            return
+        final = self._forfeit_rewards(player)
+        self.outcome = f"{agent} lost by making two invalid moves in one turn"
+        self._notes[agent] = f"Invalid move again: {error} You lose the game."
+        self._settle(agent, final, False)
+
+    def _step_legal(self, move: str) -> None:
+        """`step("<answer>move</answer>")` for a move known to be legal (a
+        built-in opponent's), without writing and parsing the reply."""
+        agent = self.agent_selection
+        player = self._index[agent]
+        # The parser returns a legal move as it is only in lower-case games
+        # (elsewhere it returns the first legal move equal to it but for case).
+        dead = self.terminations[agent] or self.truncations[agent]
+        if dead or not self.lower_case_moves or move not in self._legal(player):
+            self.step(f"<answer>{move}</answer>")
+            return
+        self._cumulative_rewards[agent] = 0.0
+        rewards = self.rewards
+        for a in rewards:
+            rewards[a] = 0
+        self._play(agent, player, move)
+
+    def _play(self, agent: str, player: int, move: str) -> None:
+        """Make `agent`'s legal `move` (its rewards already cleared by `step`)."""
+        self._strikes = 0
+        self._notes[agent] = ""
+        self.moves += 1
+        self._version += 1
+        self._settle(agent, self._apply(player, move), True)
+
+    def _settle(self, agent: str, final: dict[int, float] | None, valid: bool) -> None:
+        """The AEC bookkeeping after `agent`'s move (`valid`) or forfeit: final
+        rewards, end flags, the next agent; the infos are built when read."""
+        rewards = self.rewards
         over = True
         if final is not None:
             agents = self.possible_agents
@@ -348,30 +377,60 @@ class MultiAgentTextEnv(AECEnv):
             self.outcome = f"stopped after {self.max_moves} moves"
         else:
             over = False
-        cumulative = self._cumulative_rewards
-        for a, reward in rewards.items():  # AECEnv._accumulate_rewards, inlined
-            cumulative[a] += reward
+        if over:  # mid-game every reward is 0 and every cumulative reward 0.0
+            cumulative = self._cumulative_rewards
+            for a, reward in rewards.items():  # AECEnv._accumulate_rewards, inlined
+                cumulative[a] += reward
         self.agent_selection = selected = self.possible_agents[self.current]
-        # Every player's info is rebuilt: the state (and so each state_key) changed.
-        # (`_info`, inlined: the game is over exactly when this move ended it.)
-        moves, index = self.moves, self._index
-        # Perfect information: one state key for every player, computed once.
-        shared = type(self)._information_key is _FULL_STATE_KEY
-        key = self._current_state_key() if shared else ""
-        self.infos = {
-            a: {
-                "player": a,
-                "turn": moves,
-                "action_valid": a != agent or move is not None,
-                "state_key": key if shared else self._information_key(index[a]),
-                "admissible_actions": list(self._legal(index[a]))
-                if a == selected and not over
-                else [],
-            }
-            for a in self.agents
-        }
+        # Every player's info changes with the state; they are built when first
+        # read (`infos`, `last`), so moves nobody reads the infos of (a built-in
+        # opponent's, any but the last of a single-agent id's step) build none.
+        self._infos_after = (agent, valid, over, selected, {})
         if self.render_mode == "human":
             print(self._render_text())
+
+    @property
+    def infos(self) -> dict[str, dict[str, Any]]:  # type: ignore[override]
+        """Each live agent's info (PettingZoo's ``infos``), current after every move."""
+        after = self._infos_after
+        if after is not None:
+            self._infos_after = None
+            built = after[4]
+            self._infos = {a: built.get(a) or self._info_after(a, after) for a in self.agents}
+        return self._infos
+
+    @infos.setter
+    def infos(self, value: dict[str, dict[str, Any]]) -> None:
+        self._infos_after = None
+        self._infos = value
+
+    def _info_of(self, agent: str) -> dict[str, Any]:
+        """``self.infos[agent]``, building no other agent's info."""
+        after = self._infos_after
+        if after is None or agent not in self.agents:
+            return self.infos[agent]
+        built = after[4]
+        info = built.get(agent)
+        if info is None:
+            info = built[agent] = self._info_after(agent, after)
+        return info
+
+    def _info_after(self, a: str, after: tuple[str, bool, bool, str, dict]) -> dict[str, Any]:
+        """Player `a`'s info after the move `_settle` recorded in `after`: who
+        moved, whether validly, whether the game is over, who moves next."""
+        agent, valid, over, selected, _ = after
+        index = self._index[a]
+        if type(self)._information_key is _FULL_STATE_KEY:
+            key = self._current_state_key()  # perfect information: one key for all
+        else:
+            key = self._information_key(index)
+        return {
+            "player": a,
+            "turn": self.moves,
+            "action_valid": a != agent or valid,
+            "state_key": key,
+            "admissible_actions": list(self._legal(index)) if a == selected and not over else [],
+        }
 
     def render(self) -> str | None:
         return render_text(self.render_mode, self._render_text)
@@ -384,6 +443,7 @@ class MultiAgentTextEnv(AECEnv):
         """An opaque, picklable copy of the game state (AEC bookkeeping included):
         every attribute except the settings and caches in `_NOT_STATE` and the
         game's own `snapshot_exclude`."""
+        self.infos  # noqa: B018 (builds any infos not built yet: they are state too)
         skip = _NOT_STATE.union(self.snapshot_exclude)
         names = tuple(name for name in vars(self) if name not in skip)
         attrs = {name: copy.deepcopy(getattr(self, name)) for name in names}

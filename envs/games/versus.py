@@ -12,6 +12,7 @@ import numpy as np
 from envgym.arguments import match_task_id, task_id_parts
 from envgym.core import MAX_TASK_SEED, Preset, TextEnv, Turn, check_int, setting, short_repr
 from envgym.multiagent import MultiAgentTextEnv, Policy
+from envgym.rng import seeded_generator
 
 __all__ = ["OPPONENTS", "Policy", "VersusEnv", "VersusPreset", "versus_presets"]
 
@@ -125,15 +126,17 @@ class VersusEnv(TextEnv):
         self.task_id = f"seat{seat}-{game_seed}"
         # The opponents' choices come from the task's own seed, so a task id
         # replays the whole game, opponent moves included.
-        self._opponent_rng = np.random.default_rng([game_seed, seat])
+        self._opponent_rng = seeded_generator([game_seed, seat])
         self._game.reset(seed=game_seed)
         self._play_opponents()
         return self._game.observe(self._agent)
 
     def _act(self, action: str) -> Turn:
         game, agent = self._game, self._agent
+        moves = game.moves
         game.step(action)
-        valid = game.infos[agent]["action_valid"]
+        # The agent is to move and the game is on: only a valid move counts.
+        valid = game.moves != moves
         # game.game_over, read from the agent's own flags: the game ends for every
         # player at once and nobody leaves it here (no step(None)).
         over = game.terminations[agent] or game.truncations[agent]
@@ -152,28 +155,30 @@ class VersusEnv(TextEnv):
 
     def _play_opponents(self) -> None:
         game, agent = self._game, self._agent
+        choice = self.config.opponent
         # `not game.game_over`, as in `_act`: the agent's flags are every player's.
         while game.agent_selection != agent and not (
             game.terminations[agent] or game.truncations[agent]
         ):
-            game.step(self._opponent_reply(game.agent_selection))
+            if callable(choice):
+                seat = game.agent_selection
+                game.step(choice(game.observe(seat), dict(game.infos[seat])))
+            else:  # a legal move: played without writing and parsing a reply
+                game._step_legal(self._opponent_move(game.agent_selection))
 
-    def _opponent_reply(self, agent: str) -> str:
+    def _opponent_move(self, agent: str) -> str:
+        """The built-in opponent's move for `agent`, the player to move."""
         game = self._game
         choice = self.config.opponent
-        if callable(choice):
-            return choice(game.observe(agent), dict(game.infos[agent]))
         rng = self._opponent_rng
         if choice == "optimal" or (choice == "mixed" and rng.random() < 0.5):
-            move = game.optimal_action(game._index[agent], rng)
-        else:
-            # game.legal_actions(agent), without its copy: the opponent is to move.
-            legal = game._legal(game._index[agent])
-            move = legal[int(rng.integers(len(legal)))]
-        return f"<answer>{move}</answer>"
+            return game.optimal_action(game._index[agent], rng)
+        # game.legal_actions(agent), without its copy: the opponent is to move.
+        legal = game._legal(game._index[agent])
+        return legal[int(rng.integers(len(legal)))]
 
     def _task_info(self) -> dict[str, Any]:
-        info = self._game.infos[self._agent]
+        info = self._game._info_of(self._agent)
         return {
             "player": self._agent,
             "state_key": info["state_key"],
