@@ -24,14 +24,17 @@ cases here too where they apply to every env.
 
 from __future__ import annotations
 
+import copy
 import random
 import re
 import statistics
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 import pytest
 from code_format_files import DATA as CODE_FORMATS
 from code_format_files import FILES as CODE_FORMAT_FILES
@@ -286,3 +289,47 @@ def test_no_cheat_is_paid_more_than_playing_at_random(baseline, cheat):
     assert statistics.fmean(successes) <= allowed + 1 / len(played), where
     allowed = max(statistics.fmean(random_returns), 0.0) + _margin(returns, random_returns)
     assert statistics.fmean(returns) <= allowed + 0.05, where
+
+
+#: The single-agent games, each against its built-in opponents.
+GAME_IDS = [
+    "envgym/TicTacToe-v0",
+    "envgym/ConnectFour-v0",
+    "envgym/KuhnPoker-v0",
+    "envgym/LiarsDice-v0",
+    "envgym/SimpleNegotiation-v0",
+]
+
+
+def test_a_random_opponent_does_not_answer_by_the_agents_card():
+    """An opponent whose "random" moves follow from the deal is one a policy
+    learns to read. Kuhn poker's random opponent once folded to every bet on a
+    King and called every bet on a Jack at seat 0 (it drew the numbers that
+    dealt the cards); it must call about half of all bets on each card."""
+    env = gym.make("envgym/KuhnPoker-v0", difficulty="easy", seat=0)
+    replies: dict[str, Counter] = {card: Counter() for card in "JQK"}
+    for seed in range(600):
+        _, info = env.reset(seed=seed)
+        card = info["privileged"]["cards"]["player_0"]
+        env.step("<answer>bet</answer>")
+        replies[card][env.unwrapped.game.history[1]] += 1
+    for card, counts in replies.items():
+        share = counts["fold"] / counts.total()
+        assert 0.35 < share < 0.65, f"the random opponent answers a bet on {card}: {counts}"
+
+
+@pytest.mark.parametrize("env_id", GAME_IDS)
+def test_built_in_opponents_never_draw_the_games_own_numbers(env_id):
+    """At either seat, the opponents' generator is not the one
+    the task's game seed gives the game (which deals cards, dice, valuations)."""
+    env = gym.make(env_id, difficulty="easy").unwrapped
+    for seed in range(40):
+        env.reset(seed=seed)
+        game_seed = int(env.task_id.split("-")[1])
+        opponent = copy.deepcopy(env._opponent_rng.bit_generator.state)
+        game = np.random.default_rng(game_seed)
+        # Up to the opponent's moves so far: compare the streams, not positions.
+        drawn = np.random.Generator(np.random.PCG64())
+        drawn.bit_generator.state = opponent
+        assert game.bit_generator.state["state"]["inc"] != opponent["state"]["inc"], env.task_id
+        assert drawn.integers(2**32, size=4).tolist() != game.integers(2**32, size=4).tolist()

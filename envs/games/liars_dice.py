@@ -109,7 +109,9 @@ class LiarsDice(MultiAgentTextEnv):
     a random one.
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version. Since then the single-agent id's built-in opponents
+      draw from a stream of their own, never the game's
+      (`envgym.envs.games.versus.opponent_seed`).
     """
 
     metadata: ClassVar[dict[str, Any]] = {

@@ -76,7 +76,9 @@ class TicTacToe(MarkGame):
     turn limit.
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version. Since then the single-agent id's built-in opponents
+      draw from a stream of their own, never the game's
+      (`envgym.envs.games.versus.opponent_seed`).
     """
 
     move_prompt: ClassVar[str] = "an empty cell"

@@ -14,7 +14,7 @@ from envgym.core import MAX_TASK_SEED, Preset, TextEnv, Turn, check_int, setting
 from envgym.multiagent import MultiAgentTextEnv, Policy
 from envgym.rng import seeded_generator
 
-__all__ = ["OPPONENTS", "Policy", "VersusEnv", "VersusPreset", "versus_presets"]
+__all__ = ["OPPONENTS", "Policy", "VersusEnv", "VersusPreset", "opponent_seed", "versus_presets"]
 
 #: The built-in opponents: random legal moves, the game's optimal move half of
 #: the time, and the game's optimal (or best known) move.
@@ -125,8 +125,10 @@ class VersusEnv(TextEnv):
         self._agent = self._game.possible_agents[seat]
         self.task_id = f"seat{seat}-{game_seed}"
         # The opponents' choices come from the task's own seed, so a task id
-        # replays the whole game, opponent moves included.
-        self._opponent_rng = seeded_generator([game_seed, seat])
+        # replays the whole game, opponent moves included; their stream is
+        # never the game's own (seeded with `game_seed`, below 2**63), which
+        # deals the agent's cards (see `opponent_seed`).
+        self._opponent_rng = seeded_generator(opponent_seed(game_seed, seat))
         self._game.reset(seed=game_seed)
         self._play_opponents()
         return self._game.observe(self._agent)
@@ -188,6 +190,18 @@ class VersusEnv(TextEnv):
 
     def _render_text(self) -> str:
         return self._game._render_text()
+
+
+def opponent_seed(game_seed: int, seat: int) -> int:
+    """The seed of the built-in opponents' generator in the task ``seat{seat}-{game_seed}``:
+    the task's seed and seat in one integer of at least 2**64, so it is never a
+    game's seed. (``[game_seed, seat]``, the first choice, is read by numpy's
+    SeedSequence exactly as ``game_seed`` when the seat is 0: the opponent then
+    drew the very numbers that dealt the agent's cards, and its random moves
+    followed from them; Kuhn poker's random opponent folded to every bet on a
+    King and called every bet on a Jack.)
+    """
+    return game_seed + ((seat + 1) << 64)
 
 
 _TASK_ID = re.compile(r"^seat(\d{1,2})-(\d{1,20})$")
