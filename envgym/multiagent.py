@@ -149,7 +149,7 @@ class MultiAgentTextEnv(AECEnv):
         self._legal_cache: tuple[int, int, list[str]] = (-1, -1, [])
         self._key_cache: tuple[int, str] = (-1, "")
         # The move whose infos `infos` has yet to build (see `_settle`).
-        self._infos_after: tuple[str, bool, bool, str, dict] | None = None
+        self._infos_after: tuple[str | None, bool, dict] | None = None
         self._infos: dict[str, dict[str, Any]] = {}
         self.agents = []
         self.current = 0
@@ -274,8 +274,8 @@ class MultiAgentTextEnv(AECEnv):
         self._skip_agent_selection = None
         self._new_game(dict(options or {}))
         self.agent_selection = self.possible_agents[self.current]
-        self.infos = {a: self._info(a, True) for a in self.agents}
-        self.infos[self.agent_selection]["system_prompt"] = self.system_prompt
+        # Built when first read, as after a move (no one has moved: `None`).
+        self._infos_after = (None, True, {})
 
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         # AECEnv.last, inlined: it runs once per move of every game loop.
@@ -381,11 +381,11 @@ class MultiAgentTextEnv(AECEnv):
             cumulative = self._cumulative_rewards
             for a, reward in rewards.items():  # AECEnv._accumulate_rewards, inlined
                 cumulative[a] += reward
-        self.agent_selection = selected = self.possible_agents[self.current]
+        self.agent_selection = self.possible_agents[self.current]
         # Every player's info changes with the state; they are built when first
         # read (`infos`, `last`), so moves nobody reads the infos of (a built-in
         # opponent's, any but the last of a single-agent id's step) build none.
-        self._infos_after = (agent, valid, over, selected, {})
+        self._infos_after = (agent, valid, {})
         if self.render_mode == "human":
             print(self._render_text())
 
@@ -395,7 +395,7 @@ class MultiAgentTextEnv(AECEnv):
         after = self._infos_after
         if after is not None:
             self._infos_after = None
-            built = after[4]
+            built = after[2]
             self._infos = {a: built.get(a) or self._info_after(a, after) for a in self.agents}
         return self._infos
 
@@ -409,28 +409,33 @@ class MultiAgentTextEnv(AECEnv):
         after = self._infos_after
         if after is None or agent not in self.agents:
             return self.infos[agent]
-        built = after[4]
+        built = after[2]
         info = built.get(agent)
         if info is None:
             info = built[agent] = self._info_after(agent, after)
         return info
 
-    def _info_after(self, a: str, after: tuple[str, bool, bool, str, dict]) -> dict[str, Any]:
-        """Player `a`'s info after the move `_settle` recorded in `after`: who
-        moved, whether validly, whether the game is over, who moves next."""
-        agent, valid, over, selected, _ = after
+    def _info_after(self, a: str, after: tuple[str | None, bool, dict]) -> dict[str, Any]:
+        """Player `a`'s info after the move `_settle` recorded in `after` (who
+        moved, None at a reset; whether validly; the infos built so far)."""
+        agent, valid, _ = after
+        info = self._info(a, a != agent or valid)
+        if agent is None and a == self.agent_selection:  # a reset: the rules, to the first
+            info["system_prompt"] = self.system_prompt
+        return info
+
+    def _view(self, a: str) -> tuple[str, list[str]]:
+        """What live player `a`'s info says of the state now: its state key, and
+        the moves it may make (a new list; none unless it is to move)."""
         index = self._index[a]
         if type(self)._information_key is _FULL_STATE_KEY:
             key = self._current_state_key()  # perfect information: one key for all
         else:
             key = self._information_key(index)
-        return {
-            "player": a,
-            "turn": self.moves,
-            "action_valid": a != agent or valid,
-            "state_key": key,
-            "admissible_actions": list(self._legal(index)) if a == selected and not over else [],
-        }
+        # The game ends for every player at once: `a`'s flags are the game's.
+        if a != self.agent_selection or self.terminations[a] or self.truncations[a]:
+            return key, []
+        return key, list(self._legal(index))
 
     def render(self) -> str | None:
         return render_text(self.render_mode, self._render_text)
@@ -480,13 +485,13 @@ class MultiAgentTextEnv(AECEnv):
         return list(self._legal(self._index[agent]))
 
     def _info(self, agent: str, action_valid: bool) -> dict[str, Any]:
-        to_move = agent == self.agent_selection and not self.game_over
+        key, moves = self._view(agent)
         return {
             "player": agent,
             "turn": self.moves,
             "action_valid": action_valid,
-            "state_key": self._information_key(self._index[agent]),
-            "admissible_actions": list(self._legal(self._index[agent])) if to_move else [],
+            "state_key": key,
+            "admissible_actions": moves,
         }
 
 

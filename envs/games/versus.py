@@ -180,12 +180,13 @@ class VersusEnv(TextEnv):
         return legal[int(rng.integers(len(legal)))]
 
     def _task_info(self) -> dict[str, Any]:
-        info = self._game._info_of(self._agent)
+        game = self._game
+        key, moves = game._view(self._agent)  # what the agent's game info says
         return {
             "player": self._agent,
-            "state_key": info["state_key"],
-            "admissible_actions": list(info["admissible_actions"]),
-            "privileged": self._game.privileged_info(),
+            "state_key": key,
+            "admissible_actions": moves,
+            "privileged": game.privileged_info(),
         }
 
     def _render_text(self) -> str:
