@@ -15,9 +15,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["seeded_generator"]
+__all__ = ["jumped_generator", "seeded_generator"]
 
 _MASK32 = 0xFFFFFFFF
+#: How far numpy's ``PCG64.jumped()`` moves a stream per jump (about 0.62 of
+#: its 2**128 period).
+_PCG64_JUMP = 0x9E3779B97F4A7C15F39CC0605CEDC835
 #: SeedSequence's output hash: its starting constant and multiplier.
 _INIT_B, _MULT_B = 0x8B51F9DD, 0x58F38DED
 
@@ -59,11 +62,15 @@ def _pcg64_words(p0: int, p1: int, p2: int, p3: int) -> list[int]:
 
 class _SeedSequence(np.random.SeedSequence):
     """numpy's SeedSequence (its pool, entropy and spawning), with the state
-    PCG64 asks for computed in Python; any other request goes to numpy."""
+    PCG64 asks for computed in Python, once; any other request goes to numpy."""
 
     def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray:
         if n_words == 4 and dtype is np.uint64 and self.pool_size == 4:
-            return np.array(_pcg64_words(*self.pool.tolist()), dtype=np.uint64)
+            try:
+                words = self._pcg64_words
+            except AttributeError:
+                words = self._pcg64_words = _pcg64_words(*self.pool.tolist())
+            return np.array(words, dtype=np.uint64)
         return super().generate_state(n_words, dtype)
 
 
@@ -71,3 +78,12 @@ def seeded_generator(seed: Any) -> np.random.Generator:
     """``numpy.random.default_rng(seed)`` for an int or a sequence of ints (or
     None): the same generator, built faster. Bad seeds get numpy's own errors."""
     return np.random.Generator(np.random.PCG64(_SeedSequence(seed)))
+
+
+def jumped_generator(generator: np.random.Generator, jumps: int) -> np.random.Generator:
+    """A new generator where the PCG64 `generator` started, jumped `jumps` times
+    ahead: ``Generator(PCG64(seed).jumped(jumps))`` for the seed that built it,
+    and cheap when `seeded_generator` built it (its seed is hashed once)."""
+    bit_generator = np.random.PCG64(generator.bit_generator.seed_seq)
+    bit_generator.advance(_PCG64_JUMP * jumps)
+    return np.random.Generator(bit_generator)

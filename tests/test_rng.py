@@ -14,7 +14,7 @@ import pytest
 from gymnasium.utils import seeding
 
 import envgym  # noqa: F401  (registers the ids)
-from envgym.rng import seeded_generator
+from envgym.rng import jumped_generator, seeded_generator
 
 
 def _seeds() -> list:
@@ -72,3 +72,15 @@ def test_a_seeded_reset_gives_gymnasiums_generator_and_seed():
         env.reset(seed=-3)
     with pytest.raises(gym.error.Error, match="python integer"):
         env.reset(seed=np.int64(3))
+
+
+def test_a_jumped_generator_is_numpys_jumped_stream_from_the_first_state():
+    for seed in (0, 5, 2**40 + 3, 2**61 + 12345):
+        for jumps in (1, 2, 3):
+            generator = seeded_generator(seed)
+            generator.integers(6, size=7)  # draws so far do not matter: the first state does
+            expected = np.random.default_rng(seed).bit_generator.jumped(jumps).state
+            assert jumped_generator(generator, jumps).bit_generator.state == expected
+            # A generator numpy seeded gives the same.
+            plain = np.random.default_rng(seed)
+            assert jumped_generator(plain, jumps).bit_generator.state == expected

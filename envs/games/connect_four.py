@@ -269,8 +269,8 @@ class ConnectFour(MarkGame):
     ## Version History
     * v0: initial version. Since then ``search_depth`` is at most 8, so no
       built-in move can take seconds.
-      The single-agent id's built-in opponents draw from a stream of their own,
-      never the game's (`envgym.envs.games.versus.opponent_seed`).
+      The single-agent id's built-in opponents never draw the numbers the
+      game draws (see `envgym.envs.games.versus.VersusEnv`).
     """
 
     move_prompt: ClassVar[str] = "a column number"

@@ -134,8 +134,8 @@ class KuhnPoker(MultiAgentTextEnv):
     ## Version History
     * v0: initial version. Since then ``rounds`` is at most 1,000 and
       ``options["cards"]`` at most one deal per hand.
-      The single-agent id's built-in opponents draw from a stream of their own,
-      never the game's (`envgym.envs.games.versus.opponent_seed`).
+      The single-agent id's built-in opponents never draw the numbers the
+      game draws (see `envgym.envs.games.versus.VersusEnv`).
     """
 
     metadata: ClassVar[dict[str, Any]] = {

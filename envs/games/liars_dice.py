@@ -110,8 +110,8 @@ class LiarsDice(MultiAgentTextEnv):
 
     ## Version History
     * v0: initial version. Since then the single-agent id's built-in opponents
-      draw from a stream of their own, never the game's
-      (`envgym.envs.games.versus.opponent_seed`).
+      never draw the numbers the game draws (see
+      `envgym.envs.games.versus.VersusEnv`).
     """
 
     metadata: ClassVar[dict[str, Any]] = {

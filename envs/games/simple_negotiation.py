@@ -111,8 +111,8 @@ class SimpleNegotiation(MultiAgentTextEnv):
 
     ## Version History
     * v0: initial version. Since then resource names are at most 20 letters.
-      The single-agent id's built-in opponents draw from a stream of their own,
-      never the game's (`envgym.envs.games.versus.opponent_seed`).
+      The single-agent id's built-in opponents never draw the numbers the
+      game draws (see `envgym.envs.games.versus.VersusEnv`).
     """
 
     metadata: ClassVar[dict[str, Any]] = {

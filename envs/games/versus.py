@@ -12,9 +12,9 @@ import numpy as np
 from envgym.arguments import match_task_id, task_id_parts
 from envgym.core import MAX_TASK_SEED, Preset, TextEnv, Turn, check_int, setting, short_repr
 from envgym.multiagent import MultiAgentTextEnv, Policy
-from envgym.rng import seeded_generator
+from envgym.rng import jumped_generator
 
-__all__ = ["OPPONENTS", "Policy", "VersusEnv", "VersusPreset", "opponent_seed", "versus_presets"]
+__all__ = ["OPPONENTS", "Policy", "VersusEnv", "VersusPreset", "versus_presets"]
 
 #: The built-in opponents: random legal moves, the game's optimal move half of
 #: the time, and the game's optimal (or best known) move.
@@ -53,6 +53,15 @@ class VersusEnv(TextEnv):
     the game. ``reset(options={"task_id": "seat1-12345"})`` replays a game,
     opponent moves included: the seat (0 to players - 1) and the game's seed
     (below 2**63); any other id is a ValueError.
+
+    The opponents draw from the game's own generator jumped ``seat + 1`` times
+    (numpy's ``PCG64(game_seed).jumped(seat + 1)``: the same stream, more than
+    2**120 draws away from any the game makes), so a task id replays them too. A
+    random opponent picks ``legal[int(rng.random() * len(legal))]``. (They once
+    drew from ``default_rng([game_seed, seat])``, which numpy seeds exactly as
+    ``game_seed`` at seat 0: the opponent then drew the numbers that dealt the
+    agent's cards, and Kuhn poker's random opponent folded to every bet on a
+    King and called every bet on a Jack.)
 
     The reward of a step is what the game paid the agent from its move up to
     its next turn; ``reward_components`` has one key: ``result`` when the game
@@ -124,12 +133,10 @@ class VersusEnv(TextEnv):
         self._seat = seat
         self._agent = self._game.possible_agents[seat]
         self.task_id = f"seat{seat}-{game_seed}"
-        # The opponents' choices come from the task's own seed, so a task id
-        # replays the whole game, opponent moves included; their stream is
-        # never the game's own (seeded with `game_seed`, below 2**63), which
-        # deals the agent's cards (see `opponent_seed`).
-        self._opponent_rng = seeded_generator(opponent_seed(game_seed, seat))
         self._game.reset(seed=game_seed)
+        # The opponents' choices come from the task's own seed, so a task id
+        # replays the whole game, opponent moves included (see the class doc).
+        self._opponent_rng = jumped_generator(self._game.np_random, seat + 1)
         self._play_opponents()
         return self._game.observe(self._agent)
 
@@ -177,7 +184,7 @@ class VersusEnv(TextEnv):
             return game.optimal_action(game._index[agent], rng)
         # game.legal_actions(agent), without its copy: the opponent is to move.
         legal = game._legal(game._index[agent])
-        return legal[int(rng.integers(len(legal)))]
+        return legal[int(rng.random() * len(legal))]
 
     def _task_info(self) -> dict[str, Any]:
         game = self._game
@@ -191,18 +198,6 @@ class VersusEnv(TextEnv):
 
     def _render_text(self) -> str:
         return self._game._render_text()
-
-
-def opponent_seed(game_seed: int, seat: int) -> int:
-    """The seed of the built-in opponents' generator in the task ``seat{seat}-{game_seed}``:
-    the task's seed and seat in one integer of at least 2**64, so it is never a
-    game's seed. (``[game_seed, seat]``, the first choice, is read by numpy's
-    SeedSequence exactly as ``game_seed`` when the seat is 0: the opponent then
-    drew the very numbers that dealt the agent's cards, and its random moves
-    followed from them; Kuhn poker's random opponent folded to every bet on a
-    King and called every bet on a Jack.)
-    """
-    return game_seed + ((seat + 1) << 64)
 
 
 _TASK_ID = re.compile(r"^seat(\d{1,2})-(\d{1,20})$")
