@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
+import numpy as np
 from gymnasium import spaces
 
 from envgym.arguments import (
@@ -158,6 +159,11 @@ class TextEnv(gym.Env[str, str]):
     fast_calls: ClassVar[bool] = False
     #: Instructions for the action format, returned as info["system_prompt"] on reset.
     system_prompt: ClassVar[str] = ""
+    # The seed of a seeded reset, until `np_random` builds its generator (as
+    # Gymnasium's `_np_random`, a class default an instance overrides).
+    _pending_seed: int | None = None
+    #: This episode's reset seed (None when the reset was not seeded).
+    _episode_seed: int | None = None
     #: The keys `reset(options=...)` accepts; anything else is a clear error.
     reset_options: ClassVar[tuple[str, ...]] = ("task_id", "difficulty")
 
@@ -220,6 +226,19 @@ class TextEnv(gym.Env[str, str]):
         self.difficulty, self.config = difficulty, config
         self.max_turns = self.config.max_turns
 
+    @property
+    def np_random(self) -> np.random.Generator:
+        """Gymnasium's generator; after a seeded reset it is built when first
+        used (what Gymnasium's seeding builds for that seed)."""
+        if self._np_random is None and self._pending_seed is not None:
+            self._np_random, self._pending_seed = seeded_generator(self._pending_seed), None
+        return gym.Env.np_random.fget(self)
+
+    @np_random.setter
+    def np_random(self, value: np.random.Generator) -> None:
+        self._pending_seed = None
+        gym.Env.np_random.fset(self, value)
+
     # ----------------------------------------------------------------- hooks
     def _new_task(self, options: dict[str, Any]) -> str:
         raise NotImplementedError
@@ -238,11 +257,13 @@ class TextEnv(gym.Env[str, str]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         if type(seed) is int and seed >= 0:
-            # What Gymnasium's seeding.np_random(seed) builds, built faster.
-            self._np_random, self._np_random_seed = seeded_generator(seed), seed
+            # What Gymnasium's seeding.np_random(seed) builds, built when first used.
+            self._np_random, self._np_random_seed, self._pending_seed = None, seed, seed
+            self._episode_seed = seed
             super().reset()
         else:  # None, or a seed Gymnasium refuses with its own error
             super().reset(seed=seed)
+            self._episode_seed = None
         options = dict(options or {})
         unknown = sorted(set(options).difference(self.reset_options)) if options else None
         if unknown:
@@ -377,6 +398,7 @@ _NOT_STATE = frozenset(
         "spec",
         "_np_random",
         "_np_random_seed",
+        "_pending_seed",
     }
 )
 #: The base class's own episode state (all a replay-forked env's snapshot holds

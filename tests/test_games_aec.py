@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import warnings
+from collections import Counter
 
 import gymnasium as gym
 import numpy as np
@@ -256,3 +257,35 @@ def test_hostile_task_ids_of_the_single_agent_games_are_refused(env_id):
         assert len(str(error.value)) < 400  # a huge id is not echoed back whole
     with pytest.raises(ValueError, match="max_turns must be an integer from 1 to 100000"):
         gym.make(env_id, max_turns=10**12)
+
+
+@pytest.mark.parametrize("env_id", GAME_IDS)
+def test_a_seeded_reset_plays_that_seeds_game_with_the_seats_shared(env_id):
+    """reset(seed=s) plays the game of seed s (the multi-agent game's own
+    reset(seed=s)) at seat s % players; unseeded resets and seeds of 2**63 or
+    more draw both from the env's generator, and a task id replays any of them."""
+    env = gym.make(env_id, difficulty="easy")
+    game = env.unwrapped.game
+    players = game.num_players
+    twin = type(game)()
+    seats = Counter()
+    for seed in range(12):
+        obs, info = env.reset(seed=seed)
+        assert info["task_id"] == f"seat{seed % players}-{seed}"
+        seats[seed % players] += 1
+        twin.reset(seed=seed)
+        assert game.privileged_info() == twin.privileged_info()  # the same deal
+        assert obs == env.reset(options={"task_id": info["task_id"]})[0]
+    assert set(seats.values()) == {12 // players}
+    fixed = gym.make(env_id, seat=players - 1)
+    assert fixed.reset(seed=4)[1]["task_id"] == f"seat{players - 1}-4"
+    for _ in range(3):  # drawn: any seat, a seed below 2**62
+        drawn = env.reset()[1]["task_id"]
+        seat, game_seed = drawn.removeprefix("seat").split("-")
+        assert int(seat) < players and int(game_seed) < 2**62
+    assert env.reset(seed=2**63)[1]["task_id"] != f"seat0-{2**63}"
+    # A seeded reset leaves the env's generator as Gymnasium seeds it.
+    env.reset(seed=5)
+    assert (
+        env.unwrapped.np_random.bit_generator.state == np.random.default_rng(5).bit_generator.state
+    )

@@ -145,7 +145,7 @@ class KuhnPoker(MultiAgentTextEnv):
     }
     default_max_moves: ClassVar[int] = 3
     lower_case_moves: ClassVar[bool] = True
-    snapshot_exclude: ClassVar[tuple[str, ...]] = ("rounds", "nash_alpha", "_info_keys")
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("rounds", "nash_alpha")
     system_prompt: ClassVar[str] = (
         "You are playing Kuhn poker. The deck has three cards: Jack < Queen < King. "
         "In each hand both players ante 1 chip and get one card; player_0 acts first. "
@@ -172,8 +172,6 @@ class KuhnPoker(MultiAgentTextEnv):
         self.net = 0  # player 0's net chips from the hands finished so far
         self.previous = ""  # the last finished hand's result, in a match
         self._fixed_deals: list[list[int]] = []
-        # Both players' information keys and the `_version` they were built at.
-        self._info_keys: tuple[int, tuple[str, str]] = (-1, ("", ""))
 
     def _new_game(self, options: dict[str, Any]) -> None:
         self._fixed_deals = (
@@ -261,14 +259,7 @@ class KuhnPoker(MultiAgentTextEnv):
 
     def _information_key(self, player: int) -> str:
         # A player's information state: its seat, its own card, the betting.
-        # Every move asks for both players' keys: they are built once per state.
-        version, keys = self._info_keys
-        if version != self._version:
-            public = self._public_key()
-            mine, theirs = self.cards
-            keys = (f"player_0:{CARDS[mine]}:{public}", f"player_1:{CARDS[theirs]}:{public}")
-            self._info_keys = (self._version, keys)
-        return keys[player]
+        return f"player_{player}:{CARDS[self.cards[player]]}:{self._public_key()}"
 
     def _render_text(self) -> str:
         # A spectator's view for humans: both cards are shown.

@@ -48,11 +48,16 @@ class VersusEnv(TextEnv):
     known) policy. ``opponent`` overrides it with ``"random"``, ``"mixed"``,
     ``"optimal"`` or a callable ``(observation, info) -> reply`` that sees the
     opponent's own observation (it is a setting, never part of a snapshot).
-    ``seat`` fixes the agent's seat (0 moves first); by default the seed picks
-    it. ``max_turns`` overrides the turn limit. Other keyword arguments go to
-    the game. ``reset(options={"task_id": "seat1-12345"})`` replays a game,
-    opponent moves included: the seat (0 to players - 1) and the game's seed
-    (below 2**63); any other id is a ValueError.
+    ``seat`` fixes the agent's seat (0 moves first). ``max_turns`` overrides
+    the turn limit. Other keyword arguments go to the game.
+
+    ``reset(seed=s)`` plays the game of seed ``s`` (the deal of the game's own
+    ``reset(seed=s)``) at seat ``s % players`` unless ``seat`` fixes it, so
+    seeds 0 .. N-1 share the seats evenly; its task id is ``seat{s % players}-{s}``.
+    A reset without a seed (or with one of 2**63 or more) draws the game's seed
+    and the seat from the env's generator. ``reset(options={"task_id":
+    "seat1-12345"})`` replays a game, opponent moves included: the seat (0 to
+    players - 1) and the game's seed (below 2**63); any other id is a ValueError.
 
     The opponents draw from the game's own generator jumped ``seat + 1`` times
     (numpy's ``PCG64(game_seed).jumped(seat + 1)``: the same stream, more than
@@ -123,8 +128,14 @@ class VersusEnv(TextEnv):
 
     # -------------------------------------------------------------- episode
     def _new_task(self, options: dict[str, Any]) -> str:
+        seed = self._episode_seed
         if "task_id" in options:
             seat, game_seed = _parse_task_id(options["task_id"], self._game.num_players)
+        elif seed is not None and seed <= MAX_TASK_SEED:  # the seed's own game
+            game_seed = seed
+            seat = self._fixed_seat
+            if seat is None:
+                seat = seed % self._game.num_players
         else:
             game_seed = int(self.np_random.integers(0, 2**62))
             seat = self._fixed_seat
