@@ -159,9 +159,10 @@ class TextEnv(gym.Env[str, str]):
     fast_calls: ClassVar[bool] = False
     #: Instructions for the action format, returned as info["system_prompt"] on reset.
     system_prompt: ClassVar[str] = ""
-    # The seed of a seeded reset, until `np_random` builds its generator (as
-    # Gymnasium's `_np_random`, a class default an instance overrides).
+    # The seed of a seeded reset until `_np_random` builds its generator, and
+    # that generator (class defaults, as Gymnasium's `_np_random` is one).
     _pending_seed: int | None = None
+    _built_rng: np.random.Generator | None = None
     #: This episode's reset seed (None when the reset was not seeded).
     _episode_seed: int | None = None
     #: The keys `reset(options=...)` accepts; anything else is a clear error.
@@ -227,17 +228,18 @@ class TextEnv(gym.Env[str, str]):
         self.max_turns = self.config.max_turns
 
     @property
-    def np_random(self) -> np.random.Generator:
-        """Gymnasium's generator; after a seeded reset it is built when first
-        used (what Gymnasium's seeding builds for that seed)."""
-        if self._np_random is None and self._pending_seed is not None:
-            self._np_random, self._pending_seed = seeded_generator(self._pending_seed), None
-        return gym.Env.np_random.fget(self)
+    def _np_random(self) -> np.random.Generator | None:  # type: ignore[override]
+        """Gymnasium's generator attribute (``np_random`` reads it, and so does
+        Gymnasium's env checker); after a seeded reset it is built when first
+        read: what Gymnasium's seeding builds for that seed."""
+        if self._pending_seed is not None:
+            self._built_rng, self._pending_seed = seeded_generator(self._pending_seed), None
+        return self._built_rng
 
-    @np_random.setter
-    def np_random(self, value: np.random.Generator) -> None:
+    @_np_random.setter
+    def _np_random(self, value: np.random.Generator | None) -> None:
         self._pending_seed = None
-        gym.Env.np_random.fset(self, value)
+        self._built_rng = value
 
     # ----------------------------------------------------------------- hooks
     def _new_task(self, options: dict[str, Any]) -> str:
@@ -257,8 +259,8 @@ class TextEnv(gym.Env[str, str]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         if type(seed) is int and seed >= 0:
-            # What Gymnasium's seeding.np_random(seed) builds, built when first used.
-            self._np_random, self._np_random_seed, self._pending_seed = None, seed, seed
+            # What Gymnasium's seeding.np_random(seed) builds, built when first read.
+            self._pending_seed, self._np_random_seed = seed, seed
             self._episode_seed = seed
             super().reset()
         else:  # None, or a seed Gymnasium refuses with its own error
@@ -399,6 +401,7 @@ _NOT_STATE = frozenset(
         "_np_random",
         "_np_random_seed",
         "_pending_seed",
+        "_built_rng",
     }
 )
 #: The base class's own episode state (all a replay-forked env's snapshot holds
