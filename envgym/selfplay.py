@@ -169,6 +169,10 @@ def play_episode(
     return trajectories
 
 
+#: The last word of every `draw_seats` key (any nonzero word keeps its stream apart).
+_SEATS_STREAM = 0x5EA75
+
+
 def draw_seats(
     agents: Sequence[str], pool_size: int, pool_prob: float, key: int | Sequence[int]
 ) -> dict[str, str]:
@@ -176,7 +180,8 @@ def draw_seats(
     at random, every other seat the learner too or, with probability
     `pool_prob`, a snapshot ``"pool[k]"`` drawn from a pool of `pool_size`.
 
-    Drawn from ``np.random.default_rng(key)`` alone, where `key` names the game
+    Drawn from the key alone (``np.random.default_rng([*key, _SEATS_STREAM])``,
+    never a game's own stream), where `key` names the game
     (the trainer's ``[seed, step, game]``, `self_play`'s ``[seed, episode]``):
     the same game gets the same seats whatever ran before it, so a resumed run,
     or another rank, draws exactly what an uninterrupted run would.
@@ -185,7 +190,12 @@ def draw_seats(
         raise ValueError("a game has at least one seat; got no agents")
     if not 0.0 <= pool_prob <= 1.0:
         raise ValueError(f"pool_prob must be between 0 and 1, got {pool_prob}")
-    rng = np.random.default_rng(key)
+    # A stream of the key's own: numpy's SeedSequence reads ``[seed, 0]`` (and
+    # ``[seed, 0, 0]``) exactly as ``seed``, the seed of the game it seats, so
+    # without the tag episode 0's seats followed the game's first draws (its
+    # cards, its dice), and the learner's seat its hand.
+    keys = [key] if isinstance(key, int) else list(key)
+    rng = np.random.default_rng([*keys, _SEATS_STREAM])
     learner = int(rng.integers(len(agents)))
     seats = {}
     for k, agent in enumerate(agents):

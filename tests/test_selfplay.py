@@ -12,7 +12,7 @@ import pytest
 
 import envgym  # noqa: F401
 from envgym.agents import RandomAgent
-from envgym.envs.games import tictactoe_v0
+from envgym.envs.games import kuhn_poker_v0, tictactoe_v0
 from envgym.selfplay import GameLoop, RoleBaseline, Trajectory, draw_seats, play_episode, self_play
 
 LEVELS = {"easy": "random", "medium": "mixed", "hard": "optimal"}
@@ -244,3 +244,21 @@ def test_a_person_can_play_the_optimal_opponent_in_the_terminal():
     assert result.returncode == 0, result.stderr
     assert "---+---+---" in result.stdout
     assert "Game over" in result.stdout
+
+
+def test_episode_zeros_seats_do_not_follow_its_cards():
+    """The key [seed, 0] (self_play's episode 0, the trainer's [seed, 0, 0]
+    too) once drew from the stream that deals game `seed`: the learner then sat
+    second exactly when player_0 held a Queen against a King, or a King. Its
+    seat must be a coin flip whatever the cards."""
+    game = kuhn_poker_v0.env()
+    second = {card: [] for card in "JQK"}
+    for seed in range(600):
+        game.reset(seed=seed)
+        card = game.privileged_info()["cards"]["player_0"]
+        for key in ([seed, 0], [seed, 0, 0]):
+            second[card].append(draw_seats(game.possible_agents, 1, 1.0, key)["player_1"] == "self")
+    for card, sat in second.items():
+        assert 0.38 < sum(sat) / len(sat) < 0.62, (
+            f"the learner sits second {sum(sat)}/{len(sat)} with {card}"
+        )
