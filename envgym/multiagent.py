@@ -392,11 +392,10 @@ class MultiAgentTextEnv(AECEnv):
     @property
     def infos(self) -> dict[str, dict[str, Any]]:  # type: ignore[override]
         """Each live agent's info (PettingZoo's ``infos``), current after every move."""
-        after = self._infos_after
-        if after is not None:
+        if self._infos_after is not None:
+            infos = {a: self._info_of(a) for a in self.agents}
             self._infos_after = None
-            built = after[2]
-            self._infos = {a: built.get(a) or self._info_after(a, after) for a in self.agents}
+            self._infos = infos
         return self._infos
 
     @infos.setter
@@ -405,23 +404,18 @@ class MultiAgentTextEnv(AECEnv):
         self._infos = value
 
     def _info_of(self, agent: str) -> dict[str, Any]:
-        """``self.infos[agent]``, building no other agent's info."""
+        """``self.infos[agent]``, building no other agent's info: after a move
+        `_settle` recorded (who moved, None at a reset; whether validly; the
+        infos built since), each live player's info is built when first read."""
         after = self._infos_after
         if after is None or agent not in self.agents:
             return self.infos[agent]
-        built = after[2]
+        mover, valid, built = after
         info = built.get(agent)
         if info is None:
-            info = built[agent] = self._info_after(agent, after)
-        return info
-
-    def _info_after(self, a: str, after: tuple[str | None, bool, dict]) -> dict[str, Any]:
-        """Player `a`'s info after the move `_settle` recorded in `after` (who
-        moved, None at a reset; whether validly; the infos built so far)."""
-        agent, valid, _ = after
-        info = self._info(a, a != agent or valid)
-        if agent is None and a == self.agent_selection:  # a reset: the rules, to the first
-            info["system_prompt"] = self.system_prompt
+            info = built[agent] = self._info(agent, agent != mover or valid)
+            if mover is None and agent == self.agent_selection:  # a reset: the rules, to the first
+                info["system_prompt"] = self.system_prompt
         return info
 
     def _view(self, a: str) -> tuple[str, list[str]]:
