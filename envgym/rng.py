@@ -1,12 +1,13 @@
-"""Seeded numpy generators, bit for bit what ``numpy.random.default_rng`` builds,
-in about 70% of its time.
+"""Seeded numpy generators: bit for bit what ``numpy.random.default_rng``
+builds, built faster, and streams jumped from them.
 
-Seeding a generator costs more than a whole game of Kuhn poker's moves: numpy
+Seeding a generator costs more than a whole Kuhn poker hand's moves: numpy
 hashes the seed into a pool (`SeedSequence`), then hashes the pool into the
 four 64-bit words PCG64 starts from, through several small array operations.
 `seeded_generator` keeps numpy's pool and does the second hash in plain
-Python, which is what makes it faster. Every draw, every ``state`` and every
-``spawn`` is numpy's own (tests/test_rng.py compares them on thousands of seeds).
+Python; `jumped_generator` reuses those words for a second stream of the same
+seed. Every draw, every ``state`` and every ``spawn`` is numpy's own
+(tests/test_rng.py compares them on thousands of seeds).
 """
 
 from __future__ import annotations
