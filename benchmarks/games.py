@@ -1,5 +1,6 @@
 """Random-play speed of every envgym game, against PettingZoo's tictactoe_v3
-and TextArena's TicTacToe, Connect Four and Kuhn poker.
+and TextArena's TicTacToe, Connect Four and Kuhn poker; and the cost of the
+seeded generators a game's reset builds.
 
 Every contender plays uniformly random legal moves (picked from what the env
 itself exposes) and the clock covers the whole loop, resets included.
@@ -26,6 +27,7 @@ noisy stretch hits all of them; each row reports its median round.
     python benchmarks/games.py                 # 3,000 games per row, 5 rounds
     python benchmarks/games.py --games 500 --rounds 3
     python benchmarks/games.py --only textarena --clock cpu   # CPU time, not wall
+    python benchmarks/games.py --only seeding                 # seeded generators
 
 TextArena is a benchmark-only dependency: ``pip install -e .[bench]``.
 """
@@ -223,12 +225,41 @@ def textarena_table(games: int, rounds: int) -> None:
         print()
 
 
+def seeding_table(rounds: int, count: int = 20_000) -> None:
+    """Microseconds to build a seeded generator: numpy's `default_rng` against
+    `envgym.rng` (the same generator), and the single-agent games' jumped stream."""
+    from envgym.rng import jumped_generator, seeded_generator
+
+    seed, game = 2**61 + 12_345, seeded_generator(2**61 + 12_345)
+    rows = [
+        ("numpy default_rng(seed)", lambda: np.random.default_rng(seed)),
+        ("numpy default_rng([seed, 1])", lambda: np.random.default_rng([seed, 1])),
+        ("envgym seeded_generator(seed)", lambda: seeded_generator(seed)),
+        ("envgym jumped_generator(game, 2)", lambda: jumped_generator(game, 2)),
+    ]
+    times: list[list[float]] = [[] for _ in rows]
+    for _ in range(rounds):
+        for i, (_, build) in enumerate(rows):
+            start = clock()
+            for _ in range(count):
+                build()
+            times[i].append((clock() - start) / count * 1e6)
+    base = statistics.median(times[0])
+    print(f"{'seeded generator':36} {'us each':>8} {'vs numpy default_rng(seed)':>27}")
+    print("-" * 73)
+    for (label, _), row in zip(rows, times, strict=True):
+        us = statistics.median(row)
+        print(f"{label:36} {us:>8.2f} {us / base:>26.2f}x")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=3000, help="games per measurement")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; median kept")
     parser.add_argument(
-        "--only", choices=("pettingzoo", "textarena"), help="one table (default: both)"
+        "--only",
+        choices=("pettingzoo", "textarena", "seeding"),
+        help="one table (default: all three)",
     )
     parser.add_argument(
         "--clock",
@@ -247,11 +278,14 @@ def main(argv: list[str] | None = None) -> int:
         f"moves per {args.clock}-clock second; load average {load:.2f} on "
         f"{os.cpu_count()} CPUs at the start\n"
     )
-    if args.only != "textarena":
+    if args.only in (None, "pettingzoo"):
         pettingzoo_table(args.games, args.rounds)
         print()
-    if args.only != "pettingzoo":
+    if args.only in (None, "textarena"):
         textarena_table(args.games, args.rounds)
+        print()
+    if args.only in (None, "seeding"):
+        seeding_table(args.rounds)
     return 0
 
 
