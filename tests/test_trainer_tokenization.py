@@ -116,10 +116,18 @@ def test_an_episode_is_the_chat_templates_rendering_of_its_conversation(tiny, wa
     assert not any(t.stopped for e in cut for t in e.turns)
     episodes += cut
     tokenizer = chat.tokenizer
+    special = set(tokenizer.all_special_ids)
     for episode in episodes:
         tokens = episode.tokens
         rendered = tokenizer.apply_chat_template(episode.messages, tokenize=False)
-        text = tokenizer.decode(tokens.ids)
+        # A reply's text leaves out the special tokens the model sampled in it
+        # (`ChatTokenizer.decode_reply`: no reply can write the template's role
+        # markers); the stop token that ends a reply is the template's own.
+        shown = list(tokens.ids)
+        for start, end in reversed(tokens.spans):
+            body = end - 1 if tokens.ids[end - 1] in chat.stop_token_ids else end
+            shown[start:body] = [i for i in tokens.ids[start:body] if i not in special]
+        text = tokenizer.decode(shown)
         # The last reply is not followed by the template's newline (the episode ended).
         assert rendered.startswith(text) and len(rendered) - len(text) <= len("<|im_end|>\n")
         for (_, end), turn in zip(tokens.spans, episode.turns, strict=True):
