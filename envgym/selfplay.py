@@ -194,8 +194,7 @@ def draw_seats(
     # ``[seed, 0, 0]``) exactly as ``seed``, the seed of the game it seats, so
     # without the tag episode 0's seats followed the game's first draws (its
     # cards, its dice), and the learner's seat its hand.
-    keys = [key] if isinstance(key, int) else list(key)
-    rng = np.random.default_rng([*keys, _SEATS_STREAM])
+    rng = np.random.default_rng([*np.ravel(key).tolist(), _SEATS_STREAM])
     learner = int(rng.integers(len(agents)))
     seats = {}
     for k, agent in enumerate(agents):

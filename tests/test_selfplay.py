@@ -188,6 +188,10 @@ def test_each_game_draws_its_seats_from_its_own_key():
     with pytest.raises(ValueError, match="pool_prob"):
         draw_seats(agents, 2, 1.5, 0)
 
+    # A numpy integer is a key as its int is (what default_rng accepted before the tag).
+    assert draw_seats(agents, 3, 0.5, np.int64(7)) == draw_seats(agents, 3, 0.5, 7)
+    assert draw_seats(agents, 3, 0.5, (np.int64(7), 2)) == draw_seats(agents, 3, 0.5, [7, 2])
+
     # self_play plays episode e with the seats of the key [seed, e].
     def first(obs, info):
         return f"<answer>{info['admissible_actions'][0]}</answer>"
